@@ -1,0 +1,85 @@
+// Per-instance thread-local storage for pools that may have many instances.
+//
+//   class MyPool : public arenarpc::internal::ThreadSlots::Owner {
+//     MyPool() : key_(ThreadSlots::Register(this)) {}
+//     ~MyPool() { ThreadSlots::Unregister(key_); /* then free every cache */ }
+//     Cache* cache() {
+//       auto* c = static_cast<Cache*>(ThreadSlots::Get(key_));
+//       return c ? c : SlowPath();  // SlowPath: new Cache; ThreadSlots::Set(key_, c)
+//     }
+//     void OnThreadExit(void* cache) override;  // drain and free the cache
+//   };
+//
+// C++ `thread_local` is per type, not per object; pools are objects. Each
+// owner gets a key {index, generation}; every thread keeps a small array of
+// {generation, value} indexed by key.index. A lookup is one TLS load, one
+// bounds check and one generation compare, with no locks and no guard
+// variable. The generation makes a key reused by a later owner miss instead
+// of returning a dead owner's cache.
+//
+// Thread safety: Register/Unregister/Set may be called from any thread. Get
+// and Set touch only the calling thread's array.
+// Lifetime: when a thread exits, OnThreadExit(value) is called for each of
+// its live slots whose owner is still registered, under a global lock that
+// also serialises Unregister, so an owner never sees OnThreadExit after
+// Unregister returns. Once a thread has run its exit hook, Get returns nullptr
+// and Set returns false for it: callers must then bypass their cache.
+#ifndef ARENARPC_INTERNAL_THREAD_SLOTS_H_
+#define ARENARPC_INTERNAL_THREAD_SLOTS_H_
+
+#include <cstdint>
+
+namespace arenarpc::internal {
+
+class ThreadSlots {
+ public:
+  class Owner {
+   public:
+    // Called on the exiting thread with the value it Set for this owner.
+    virtual void OnThreadExit(void* value) = 0;
+
+   protected:
+    ~Owner() = default;
+  };
+
+  struct Key {
+    uint32_t index = 0;
+    uint64_t generation = 0;  // never 0 for a registered owner
+  };
+
+  static Key Register(Owner* owner);
+  static void Unregister(Key key);
+
+  // This thread's value for `key`, or nullptr if none was Set.
+  static void* Get(Key key) {
+    const Array& a = array_;
+    if (key.index < a.size && a.slots[key.index].generation == key.generation) {
+      return a.slots[key.index].value;
+    }
+    return nullptr;
+  }
+
+  // Stores this thread's value for `key`. Returns false if the thread is
+  // exiting (its hook already ran); the value is then not stored.
+  static bool Set(Key key, void* value);
+
+ private:
+  struct Slot {
+    uint64_t generation;
+    void* value;
+  };
+  struct Array {
+    Slot* slots;
+    uint32_t size;
+    bool dead;  // the thread-exit hook ran
+  };
+  static void RunExitHooks();
+  friend struct ThreadExitHook;
+
+  // Trivially destructible and constant-initialised: no TLS wrapper call.
+  static inline thread_local constinit Array array_{nullptr, 0, false};
+};
+
+}  // namespace arenarpc::internal
+
+#endif  // ARENARPC_INTERNAL_THREAD_SLOTS_H_

@@ -1,0 +1,197 @@
+#include "arenarpc/arena.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "arenarpc/internal/check.h"
+#include "arenarpc/internal/pointer_cache.h"
+#include "arenarpc/page_pool.h"
+
+namespace arenarpc {
+namespace {
+
+std::mutex options_mu;
+ArenaOptions global_options;  // guarded by options_mu
+bool options_frozen = false;  // guarded by options_mu
+
+// Read by the block hooks, which are plain function pointers with no
+// context; written once, before the first arena exists.
+PagePool* block_pool = nullptr;
+size_t block_size = 0;
+std::atomic<uint64_t> heap_blocks{0};
+std::atomic<uint64_t> heap_bytes{0};
+
+void* BlockAlloc(size_t size) {
+  if (__builtin_expect(size == block_size, 1)) {
+    void* page = block_pool->Allocate();
+    ARENARPC_CHECK(page != nullptr, "arenarpc: out of memory (page pool)");
+    return page;
+  }
+  // One allocation larger than a page: a block of its own from the heap.
+  heap_blocks.fetch_add(1, std::memory_order_relaxed);
+  heap_bytes.fetch_add(size, std::memory_order_relaxed);
+  void* block = std::malloc(size);
+  ARENARPC_CHECK(block != nullptr, "arenarpc: out of memory (heap block)");
+  return block;
+}
+
+void BlockDealloc(void* block, size_t size) {
+  // protobuf passes back the size it got from BlockAlloc.
+  if (__builtin_expect(size == block_size, 1)) {
+    block_pool->Deallocate(block);
+  } else {
+    std::free(block);
+  }
+}
+
+// Idle google::protobuf::Arena objects, reset and ready.
+class ArenaCache final : public internal::PointerCache {
+ public:
+  explicit ArenaCache(const ArenaOptions& o)
+      : PointerCache(o.idle_arenas_per_thread, o.idle_arenas_max) {
+    options_.start_block_size = o.page_size;
+    options_.max_block_size = o.page_size;
+    options_.block_alloc = &BlockAlloc;
+    options_.block_dealloc = &BlockDealloc;
+  }
+  ~ArenaCache() override { Shutdown(); }
+  uint64_t created() const { return created_.load(std::memory_order_relaxed); }
+
+ protected:
+  size_t Make(void** out, size_t n) override {
+    // One at a time: building arenas ahead would only hold pages idle.
+    (void)n;
+    out[0] = new google::protobuf::Arena(options_);
+    created_.fetch_add(1, std::memory_order_relaxed);
+    return 1;
+  }
+  void Destroy(void* const* arenas, size_t n) override {
+    for (size_t i = 0; i < n; ++i) {
+      delete static_cast<google::protobuf::Arena*>(arenas[i]);
+    }
+  }
+
+ private:
+  google::protobuf::ArenaOptions options_;
+  std::atomic<uint64_t> created_{0};
+};
+
+ArenaCache& Cache() {
+  static ArenaCache* const cache = [] {
+    std::lock_guard<std::mutex> lock(options_mu);
+    options_frozen = true;
+    block_pool = &PagePool::Default();  // configured by SetGlobalArenaOptions
+    block_size = block_pool->page_size();
+    return new ArenaCache(global_options);  // leaked: outlives all threads
+  }();
+  return *cache;
+}
+
+}  // namespace
+
+absl::Status SetGlobalArenaOptions(const ArenaOptions& options) {
+  if (options.idle_arenas_per_thread > 4096 || options.idle_arenas_max > (1 << 20)) {
+    return absl::InvalidArgumentError(
+        "idle_arenas_per_thread must be <= 4096 and idle_arenas_max <= 2^20");
+  }
+  std::lock_guard<std::mutex> lock(options_mu);
+  if (options_frozen) {
+    return absl::FailedPreconditionError(
+        "SetGlobalArenaOptions: arenas are already in use; call it once at "
+        "start-up, before the first ScopedArena");
+  }
+  PagePoolOptions pool;
+  pool.page_size = options.page_size;
+  pool.depot_capacity_bytes = options.depot_capacity_bytes;
+  pool.thread_cache_pages = options.thread_cache_pages;
+  absl::Status status = PagePool::ConfigureDefault(pool);
+  if (!status.ok()) return status;
+  global_options = options;
+  return absl::OkStatus();
+}
+
+ArenaOptions GetGlobalArenaOptions() {
+  std::lock_guard<std::mutex> lock(options_mu);
+  return global_options;
+}
+
+ArenaStats GetArenaStats() {
+  ArenaCache& cache = Cache();
+  const internal::PointerCache::Counts c = cache.GetCounts();
+  ArenaStats s;
+  s.arenas_acquired = c.hits + c.misses;
+  s.arenas_created = cache.created();
+  s.arenas_idle = c.in_depot + c.in_threads;
+  s.blocks_from_heap = heap_blocks.load(std::memory_order_relaxed);
+  s.bytes_from_heap = heap_bytes.load(std::memory_order_relaxed);
+  return s;
+}
+
+namespace internal {
+
+google::protobuf::Arena* AcquireArena() {
+  return static_cast<google::protobuf::Arena*>(Cache().Pop());
+}
+
+void ReleaseArena(google::protobuf::Arena* arena) {
+  arena->Reset();  // runs destructors, returns all blocks but the first
+  Cache().Push(arena);
+}
+
+}  // namespace internal
+
+#ifdef ARENARPC_DISABLE_ARENAS
+
+ScopedArena::ScopedArena() = default;
+
+void ScopedArena::Release() {
+  for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) it->second(it->first);
+  owned_.clear();
+}
+
+std::pmr::memory_resource* ScopedArena::memory_resource() {
+  return std::pmr::new_delete_resource();
+}
+
+uint64_t ScopedArena::SpaceAllocated() const { return 0; }
+
+#else
+
+ScopedArena::ScopedArena()
+    : arena_(internal::AcquireArena()), resource_(arena_) {}
+
+void ScopedArena::Release() {
+  if (arena_ != nullptr) internal::ReleaseArena(arena_);
+  arena_ = nullptr;
+  resource_ = ArenaMemoryResource();
+}
+
+std::pmr::memory_resource* ScopedArena::memory_resource() { return &resource_; }
+
+uint64_t ScopedArena::SpaceAllocated() const {
+  return arena_ != nullptr ? arena_->SpaceAllocated() : 0;
+}
+
+#endif
+
+ScopedArena::~ScopedArena() { Release(); }
+
+ScopedArena::ScopedArena(ScopedArena&& other) noexcept { *this = std::move(other); }
+
+ScopedArena& ScopedArena::operator=(ScopedArena&& other) noexcept {
+  if (this != &other) {
+    Release();
+    arena_ = std::exchange(other.arena_, nullptr);
+    resource_ = ArenaMemoryResource(arena_);
+    other.resource_ = ArenaMemoryResource();
+#ifdef ARENARPC_DISABLE_ARENAS
+    owned_ = std::move(other.owned_);
+    other.owned_.clear();
+#endif
+  }
+  return *this;
+}
+
+}  // namespace arenarpc

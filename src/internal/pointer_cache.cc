@@ -1,0 +1,147 @@
+#include "arenarpc/internal/pointer_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace arenarpc::internal {
+
+PointerCache::PointerCache(size_t thread_capacity, size_t depot_capacity)
+    : thread_capacity_(static_cast<uint32_t>(std::max<size_t>(1, thread_capacity))),
+      batch_(std::max<size_t>(1, thread_capacity / 2)),
+      depot_capacity_(depot_capacity),
+      key_(ThreadSlots::Register(this)) {
+  depot_.reserve(std::min<size_t>(depot_capacity_, 1 << 16));
+}
+
+PointerCache::~PointerCache() { ThreadSlots::Unregister(key_); }
+
+void PointerCache::Shutdown() {
+  ThreadSlots::Unregister(key_);  // no OnThreadExit from here on
+  std::vector<void*> items;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Stack* s : stacks_) {
+      const uint32_t n = s->count.load(std::memory_order_relaxed);
+      items.insert(items.end(), s->items, s->items + n);
+      delete s;
+    }
+    stacks_.clear();
+    items.insert(items.end(), depot_.begin(), depot_.end());
+    depot_.clear();
+  }
+  Destroy(items.data(), items.size());
+}
+
+PointerCache::Stack* PointerCache::StackForThisThread() {
+  auto* s = new Stack(thread_capacity_);
+  if (!ThreadSlots::Set(key_, s)) {  // the thread is exiting: go uncached
+    delete s;
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  stacks_.push_back(s);
+  return s;
+}
+
+void* PointerCache::PopSlow(Stack* s) {
+  if (s == nullptr) s = StackForThisThread();
+  if (s == nullptr) {  // uncached: one item from the depot or Make()
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!depot_.empty()) {
+        void* item = depot_.back();
+        depot_.pop_back();
+        return item;
+      }
+    }
+    void* item = nullptr;
+    return Make(&item, 1) == 1 ? item : nullptr;
+  }
+  Bump(s->misses);
+  size_t n;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    n = std::min(batch_, depot_.size());
+    std::copy(depot_.end() - n, depot_.end(), s->items);
+    depot_.resize(depot_.size() - n);
+  }
+  if (n == 0) n = Make(s->items, batch_);
+  if (n == 0) return nullptr;
+  s->count.store(static_cast<uint32_t>(n - 1), std::memory_order_relaxed);
+  return s->items[n - 1];
+}
+
+void PointerCache::PushSlow(Stack* s, void* item) {
+  if (s == nullptr) s = StackForThisThread();
+  if (s == nullptr) {
+    ToDepot(&item, 1);
+    return;
+  }
+  uint32_t n = s->count.load(std::memory_order_relaxed);
+  if (n == thread_capacity_) {
+    // Full: the bottom (coldest) batch goes to the depot, the rest shifts
+    // down.
+    ToDepot(s->items, batch_);
+    std::memmove(s->items, s->items + batch_, (n - batch_) * sizeof(void*));
+    n -= static_cast<uint32_t>(batch_);
+  }
+  s->items[n] = item;
+  s->count.store(n + 1, std::memory_order_relaxed);
+}
+
+void PointerCache::ToDepot(void* const* items, size_t n) {
+  size_t kept;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const size_t room =
+        depot_capacity_ > depot_.size() ? depot_capacity_ - depot_.size() : 0;
+    kept = std::min(n, room);
+    depot_.insert(depot_.end(), items, items + kept);
+  }
+  if (kept < n) Destroy(items + kept, n - kept);
+}
+
+void PointerCache::OnThreadExit(void* stack) {
+  auto* s = static_cast<Stack*>(stack);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stacks_.erase(std::find(stacks_.begin(), stacks_.end(), s));
+    retired_hits_ += s->hits.load(std::memory_order_relaxed);
+    retired_misses_ += s->misses.load(std::memory_order_relaxed);
+  }
+  ToDepot(s->items, s->count.load(std::memory_order_relaxed));
+  delete s;
+}
+
+void PointerCache::FlushThisThread() {
+  auto* s = static_cast<Stack*>(ThreadSlots::Get(key_));
+  if (s == nullptr) return;
+  ToDepot(s->items, s->count.load(std::memory_order_relaxed));
+  s->count.store(0, std::memory_order_relaxed);
+}
+
+void PointerCache::DrainDepot() {
+  std::vector<void*> items;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    items.swap(depot_);
+    depot_.reserve(std::min<size_t>(depot_capacity_, 1 << 16));
+  }
+  Destroy(items.data(), items.size());
+}
+
+PointerCache::Counts PointerCache::GetCounts() const {
+  Counts c;
+  std::lock_guard<std::mutex> lock(mu_);
+  c.in_depot = depot_.size();
+  c.hits = retired_hits_;
+  c.misses = retired_misses_;
+  for (const Stack* s : stacks_) {
+    c.in_threads += s->count.load(std::memory_order_relaxed);
+    c.hits += s->hits.load(std::memory_order_relaxed);
+    c.misses += s->misses.load(std::memory_order_relaxed);
+  }
+  return c;
+}
+
+}  // namespace arenarpc::internal

@@ -1,0 +1,173 @@
+#include "arenarpc/page_pool.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "arenarpc/internal/check.h"
+#include "arenarpc/internal/pointer_cache.h"
+
+namespace arenarpc {
+
+// Debug-build bookkeeping: which pages this pool mapped and which are out.
+struct PagePool::DebugState {
+  std::mutex mu;
+  std::unordered_map<void*, bool> in_use;
+};
+
+// Pages come from mmap in batches and go back with munmap (any sub-range of
+// a mapping may be unmapped). A cached page is poisoned under ASan.
+class PagePool::Source final : public internal::PointerCache {
+ public:
+  explicit Source(PagePool* pool)
+      : PointerCache(pool->options_.thread_cache_pages,
+                     pool->options_.depot_capacity_bytes /
+                         pool->options_.page_size),
+        pool_(pool) {}
+  ~Source() override { Shutdown(); }
+
+ protected:
+  size_t Make(void** out, size_t n) override {
+    const size_t ps = pool_->options_.page_size;
+    void* mem = mmap(nullptr, n * ps, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return 0;
+    ARENARPC_POISON(mem, n * ps);
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<char*>(mem) + i * ps;
+    if (ARENARPC_DEBUG_CHECKS) {
+      std::lock_guard<std::mutex> lock(pool_->debug_->mu);
+      for (size_t i = 0; i < n; ++i) pool_->debug_->in_use[out[i]] = false;
+    }
+    pool_->os_allocated_.fetch_add(n, std::memory_order_relaxed);
+    return n;
+  }
+
+  void Destroy(void* const* pages, size_t n) override {
+    const size_t ps = pool_->options_.page_size;
+    if (ARENARPC_DEBUG_CHECKS) {  // before munmap: the OS may reuse the range
+      std::lock_guard<std::mutex> lock(pool_->debug_->mu);
+      for (size_t i = 0; i < n; ++i) pool_->debug_->in_use.erase(pages[i]);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      // ASan wants the range clean before the OS may map it again elsewhere.
+      ARENARPC_UNPOISON(pages[i], ps);
+      munmap(pages[i], ps);
+    }
+    pool_->os_released_.fetch_add(n, std::memory_order_relaxed);
+  }
+
+ private:
+  PagePool* const pool_;
+};
+
+namespace {
+std::mutex default_mu;
+PagePoolOptions default_options;  // guarded by default_mu
+bool default_created = false;     // guarded by default_mu
+}  // namespace
+
+absl::Status PagePool::Validate(const PagePoolOptions& o) {
+  const size_t os_page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  if (o.page_size < os_page || (o.page_size & (o.page_size - 1)) != 0 ||
+      o.page_size > (size_t{1} << 30)) {
+    return absl::InvalidArgumentError(
+        "page_size must be a power of two between the OS page size (" +
+        std::to_string(os_page) + ") and 1 GiB, got " +
+        std::to_string(o.page_size));
+  }
+  if (o.thread_cache_pages < 1 || o.thread_cache_pages > 65536) {
+    return absl::InvalidArgumentError(
+        "thread_cache_pages must be in [1, 65536], got " +
+        std::to_string(o.thread_cache_pages));
+  }
+  return absl::OkStatus();
+}
+
+PagePool::PagePool(const PagePoolOptions& options) : options_(options) {
+  ARENARPC_CHECK(Validate(options).ok(),
+                 "PagePool: invalid options (see PagePool::Validate)");
+  if (ARENARPC_DEBUG_CHECKS) debug_ = std::make_unique<DebugState>();
+  source_ = std::make_unique<Source>(this);
+}
+
+PagePool::~PagePool() {
+  source_.reset();
+  ARENARPC_DCHECK(os_allocated_.load() == os_released_.load(),
+                  "PagePool destroyed while pages are still in use");
+}
+
+PagePool& PagePool::Default() {
+  static PagePool* const pool = [] {
+    std::lock_guard<std::mutex> lock(default_mu);
+    default_created = true;
+    return new PagePool(default_options);  // leaked: outlives all threads
+  }();
+  return *pool;
+}
+
+absl::Status PagePool::ConfigureDefault(const PagePoolOptions& options) {
+  absl::Status status = Validate(options);
+  if (!status.ok()) return status;
+  std::lock_guard<std::mutex> lock(default_mu);
+  if (default_created) {
+    return absl::FailedPreconditionError(
+        "the default page pool is already in use; set its options before "
+        "the first arena or page is allocated");
+  }
+  default_options = options;
+  return absl::OkStatus();
+}
+
+void* PagePool::Allocate() {
+  void* page = source_->Pop();
+  if (__builtin_expect(page == nullptr, 0)) return nullptr;
+  ARENARPC_UNPOISON(page, options_.page_size);
+  if (ARENARPC_DEBUG_CHECKS) DebugTrack(page, true);
+  return page;
+}
+
+void PagePool::Deallocate(void* page) {
+  ARENARPC_CHECK(page != nullptr, "PagePool::Deallocate(nullptr)");
+  // Under ASan a cached page is poisoned: this catches a double return
+  // even in optimised builds.
+  ARENARPC_CHECK(!ARENARPC_IS_POISONED(page),
+                 "PagePool::Deallocate: page returned twice");
+  if (ARENARPC_DEBUG_CHECKS) DebugTrack(page, false);
+  ARENARPC_POISON(page, options_.page_size);
+  source_->Push(page);
+}
+
+void PagePool::DebugTrack(void* page, bool allocating) {
+  std::lock_guard<std::mutex> lock(debug_->mu);
+  auto it = debug_->in_use.find(page);
+  ARENARPC_CHECK(it != debug_->in_use.end(),
+                 "PagePool::Deallocate: page is not from this pool");
+  ARENARPC_CHECK(it->second != allocating,
+                 allocating ? "PagePool::Allocate: page handed out twice"
+                            : "PagePool::Deallocate: page returned twice");
+  it->second = allocating;
+}
+
+void PagePool::FlushThreadCache() { source_->FlushThisThread(); }
+
+void PagePool::Trim() { source_->DrainDepot(); }
+
+PagePoolStats PagePool::Stats() const {
+  const internal::PointerCache::Counts c = source_->GetCounts();
+  PagePoolStats s;
+  s.page_size = options_.page_size;
+  s.pages_in_depot = c.in_depot;
+  s.pages_cached = c.in_depot + c.in_threads;
+  s.cache_hits = c.hits;
+  s.cache_misses = c.misses;
+  s.os_pages_released = os_released_.load(std::memory_order_relaxed);
+  s.os_pages_allocated = os_allocated_.load(std::memory_order_relaxed);
+  const uint64_t held = s.os_pages_allocated - s.os_pages_released;
+  s.pages_in_use = held > s.pages_cached ? held - s.pages_cached : 0;
+  return s;
+}
+
+}  // namespace arenarpc

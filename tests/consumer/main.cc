@@ -1,0 +1,24 @@
+// Built against an installed arenarpc: exits 0 only if the library works.
+#include <google/protobuf/struct.pb.h>
+
+#include <cstdio>
+
+#include "arenarpc/arena.h"
+#include "arenarpc/page_pool.h"
+
+int main() {
+  std::string wire;
+  {
+    arenarpc::ScopedArena arena;
+    auto* value = arena.Create<google::protobuf::Struct>();
+    (*value->mutable_fields())["hello"].set_string_value("world");
+    if (value->GetArena() != arena.arena()) return 1;
+    wire = value->SerializeAsString();
+  }
+  google::protobuf::Struct parsed;
+  if (!parsed.ParseFromString(wire)) return 2;
+  if (parsed.fields().at("hello").string_value() != "world") return 3;
+  if (arenarpc::PagePool::Default().Stats().os_pages_allocated == 0) return 4;
+  std::puts("consumer ok");
+  return 0;
+}
