@@ -62,6 +62,17 @@ inline void FillNode(std::mt19937& rng, int depth, Node* node) {
   node->set_flag(rng() % 2);
 }
 
+inline void FillRecord(std::mt19937& rng, int depth, Record* r) {
+  r->set_title(RandomString(rng, 40));
+  for (int i = 0, n = rng() % 5; i < n; ++i) r->add_tags(RandomString(rng, 24));
+  for (int i = 0, n = rng() % 4; i < n; ++i) FillLeaf(rng, r->add_leaves());
+  if (rng() % 2) FillLeaf(rng, r->mutable_main());
+  if (depth > 0) {
+    for (int i = 0, n = rng() % 4; i < n; ++i) FillRecord(rng, depth - 1, r->add_children());
+  }
+  r->set_stamp(static_cast<int64_t>(rng()));
+}
+
 }  // namespace arenarpc::test
 
 #endif  // ARENARPC_TESTS_TEST_UTIL_H_
