@@ -19,7 +19,7 @@ void BM_PagePoolAllocateDeallocate(benchmark::State& state) {
 }
 BENCHMARK(BM_PagePoolAllocateDeallocate)->ThreadRange(1, 2);
 
-// Eight pages out, eight back: still within the default 16-page cache.
+// Eight pages out, eight back: within the default 32-page cache.
 void BM_PagePoolBurstOf8(benchmark::State& state) {
   arenarpc::PagePool& pool = arenarpc::PagePool::Default();
   void* pages[8];

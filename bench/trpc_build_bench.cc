@@ -215,6 +215,12 @@ int main(int argc, char** argv) {
                   median[mode], *lo, *hi, ratio("heap"), ratio("arena"));
     }
     std::printf("\n(ratios > 1 mean faster than the baseline)\n");
+    std::printf("page pool: %llu pages mapped and %llu unmapped since start, "
+                "%llu thread-cache hits, %llu misses\n",
+                static_cast<unsigned long long>(pool.os_pages_allocated),
+                static_cast<unsigned long long>(pool.os_pages_released),
+                static_cast<unsigned long long>(pool.cache_hits),
+                static_cast<unsigned long long>(pool.cache_misses));
     std::printf("page pool after the run: %llu pages cached (%.1f MiB), depot cap %.1f MiB: %s\n",
                 static_cast<unsigned long long>(pool.pages_cached),
                 pool.pages_cached * pool.page_size / 1048576.0,

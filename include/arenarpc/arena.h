@@ -56,7 +56,7 @@ struct ArenaOptions {
   // Pages kept for reuse process-wide beyond the per-thread caches.
   size_t depot_capacity_bytes = size_t{64} << 20;
   // Pages each thread caches.
-  size_t thread_cache_pages = 16;
+  size_t thread_cache_pages = 32;
   // Idle arenas kept per thread and process-wide (each holds one page).
   size_t idle_arenas_per_thread = 4;
   size_t idle_arenas_max = 64;

@@ -43,7 +43,7 @@ struct PagePoolOptions {
   // Pages the depot keeps for reuse; beyond this they go back to the OS.
   size_t depot_capacity_bytes = size_t{64} << 20;
   // Pages each thread caches; a full cache moves half of them to the depot.
-  size_t thread_cache_pages = 16;
+  size_t thread_cache_pages = 32;
 };
 
 // A snapshot. Counters are read without stopping other threads, so under

@@ -77,7 +77,10 @@ class ThreadSlots {
   friend struct ThreadExitHook;
 
   // Trivially destructible and constant-initialised: no TLS wrapper call.
-  static inline thread_local constinit Array array_{nullptr, 0, false};
+  // initial-exec: a direct %fs-relative load even in -fPIC code, instead of
+  // a __tls_get_addr call (arenarpc is linked into programs, not dlopen'ed).
+  __attribute__((tls_model("initial-exec"))) static inline thread_local
+      constinit Array array_{nullptr, 0, false};
 };
 
 }  // namespace arenarpc::internal
