@@ -7,6 +7,8 @@
 //   arena      protobuf's default google::protobuf::Arena per task
 //   arena_1mb  an Arena whose first 1 MB block is a reused per-thread buffer
 //   scoped     arenarpc::ScopedArena (pooled arenas on pooled pages)
+//   clear      plain Clear-and-reuse of one Request/Response per thread
+//   pool       arenarpc::MessagePool (reuse with the growth guard)
 //
 // Link with tcmalloc (trpc_build_bench_tcmalloc) for the second column of
 // the guide's table. Prints medians over --reps and ratios; --json for tools.
@@ -26,6 +28,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_split.h"
 #include "arenarpc/arena.h"
+#include "arenarpc/message_pool.h"
 #include "arenarpc/page_pool.h"
 #include "trpc_bench.pb.h"
 
@@ -35,7 +38,7 @@ ABSL_FLAG(int, small_tasks, 100000, "tasks per thread for the small messages");
 ABSL_FLAG(int, reps, 7, "repetitions; the median is reported");
 ABSL_FLAG(int, docs, 225, "docs per message in the large case (~200 KB)");
 ABSL_FLAG(std::string, sizes, "large,small", "which cases: large, small");
-ABSL_FLAG(std::string, modes, "heap,arena,arena_1mb,scoped", "modes to run");
+ABSL_FLAG(std::string, modes, "heap,arena,arena_1mb,scoped,clear,pool", "modes to run");
 ABSL_FLAG(std::string, label, "glibc", "allocator label for the output");
 ABSL_FLAG(int, page_kib, 0, "arenarpc page size in KiB (0: the default)");
 ABSL_FLAG(bool, json, false, "print one JSON object per case instead of tables");
@@ -122,6 +125,20 @@ size_t Task(const std::string& mode, int docs) {
     arenarpc::ScopedArena arena;
     return Build(docs, arena.Create<Request>(), arena.Create<Response>());
   }
+  if (mode == "clear") {
+    static thread_local Request req;
+    static thread_local Response rsp;
+    req.Clear();
+    rsp.Clear();
+    return Build(docs, &req, &rsp);
+  }
+  if (mode == "pool") {
+    static arenarpc::MessagePool<Request> requests;
+    static arenarpc::MessagePool<Response> responses;
+    auto req = requests.Acquire();
+    auto rsp = responses.Acquire();
+    return Build(docs, req.get(), rsp.get());
+  }
   std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
   std::exit(2);
 }
@@ -204,15 +221,15 @@ int main(int argc, char** argv) {
     }
     std::printf("\n### %s, %s messages (~%zu bytes ByteSizeLong each), %d threads x %d tasks, median of %d\n\n",
                 label.c_str(), size.c_str(), bytes, threads, tasks, reps);
-    std::printf("| mode | median ms | min ms | max ms | vs heap | vs arena |\n");
-    std::printf("|---|---:|---:|---:|---:|---:|\n");
+    std::printf("| mode | median ms | min ms | max ms | vs heap | vs arena | vs scoped |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
     for (const auto& mode : modes) {
       const auto [lo, hi] = std::minmax_element(times[mode].begin(), times[mode].end());
       auto ratio = [&](const char* base) {
         return median.count(base) ? median[base] / median[mode] : 0.0;
       };
-      std::printf("| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx |\n", mode.c_str(),
-                  median[mode], *lo, *hi, ratio("heap"), ratio("arena"));
+      std::printf("| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx |\n", mode.c_str(),
+                  median[mode], *lo, *hi, ratio("heap"), ratio("arena"), ratio("scoped"));
     }
     std::printf("\n(ratios > 1 mean faster than the baseline)\n");
     std::printf("page pool: %llu pages mapped and %llu unmapped since start, "

@@ -222,7 +222,7 @@ class MessagePoolCore::Cache final : public PointerCache {
   void Destroy(void* const* items, size_t n) override {
     for (size_t i = 0; i < n; ++i) {
       auto* e = static_cast<Entry*>(items[i]);
-      core_->retained_.fetch_sub(static_cast<int64_t>(e->peak), std::memory_order_relaxed);
+      core_->retained_.Add(-static_cast<int64_t>(e->peak));
       core_->dropped_.fetch_add(1, std::memory_order_relaxed);
       DeleteStash(e->stash);
       delete e;
@@ -245,9 +245,13 @@ MessagePoolCore::MessagePoolCore(const Message* prototype,
 }
 
 MessagePoolCore::~MessagePoolCore() {
-  ARENARPC_DCHECK(in_use_.load() == 0,
+  ARENARPC_DCHECK(in_use_.Sum() == 0,
                   "MessagePool destroyed while PooledMessages are alive");
   cache_.reset();
+  for (Entry* e : large_) {
+    DeleteStash(e->stash);
+    delete e;
+  }
 }
 
 Message* MessagePoolCore::MessageOf(Entry* entry) { return entry->message.get(); }
@@ -255,8 +259,8 @@ Message* MessagePoolCore::MessageOf(Entry* entry) { return entry->message.get();
 MessagePoolCore::Entry* MessagePoolCore::Acquire() {
   auto* e = static_cast<Entry*>(cache_->Pop());
   ARENARPC_CHECK(e != nullptr, "MessagePool: out of memory");
-  retained_.fetch_sub(static_cast<int64_t>(e->peak), std::memory_order_relaxed);
-  in_use_.fetch_add(1, std::memory_order_relaxed);
+  retained_.Add(-static_cast<int64_t>(e->peak));
+  in_use_.Add(1);
   return e;
 }
 
@@ -271,20 +275,61 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   }
   Observe(size);
   e->peak = std::max(e->peak, size);
-  in_use_.fetch_sub(1, std::memory_order_relaxed);
-  if (e->peak > Bound()) {
-    evicted_.fetch_add(1, std::memory_order_relaxed);
-    DeleteStash(e->stash);
-    delete e;
-    return;
+  in_use_.Add(-1);
+  const bool large = e->peak > Bound();
+  if (large) {
+    std::lock_guard<std::mutex> lock(large_mu_);
+    if (large_bytes_ + e->peak > options_.large_reserve_bytes) {
+      evicted_.fetch_add(1, std::memory_order_relaxed);
+      DeleteStash(e->stash);
+      delete e;
+      return;
+    }
+    large_bytes_ += e->peak;  // reserve the room; pushed below
   }
   Detach(m, *plan_->root, e->stash);
   m->ByteSizeLong();  // cached size := 0, so the next use can tell
-  retained_.fetch_add(static_cast<int64_t>(e->peak), std::memory_order_relaxed);
-  cache_->Push(e);
+  retained_.Add(static_cast<int64_t>(e->peak));
+  if (large) {
+    std::lock_guard<std::mutex> lock(large_mu_);
+    large_.push_back(e);
+  } else {
+    cache_->Push(e);
+  }
 }
 
-bool MessagePoolCore::Parse(Entry* e, std::string_view wire) {
+MessagePoolCore::Entry* MessagePoolCore::TakeLarge(size_t size) {
+  std::lock_guard<std::mutex> lock(large_mu_);
+  // The smallest reserved instance that held at least half this size.
+  Entry* best = nullptr;
+  size_t best_index = 0;
+  for (size_t i = 0; i < large_.size(); ++i) {
+    Entry* e = large_[i];
+    if (2 * e->peak >= size && (best == nullptr || e->peak < best->peak)) {
+      best = e;
+      best_index = i;
+    }
+  }
+  if (best != nullptr) {
+    large_[best_index] = large_.back();
+    large_.pop_back();
+    large_bytes_ -= best->peak;
+  }
+  return best;
+}
+
+bool MessagePoolCore::Parse(Entry** entry, std::string_view wire) {
+  if (wire.size() > Bound() && (*entry)->peak < wire.size()) {
+    if (Entry* large = TakeLarge(wire.size())) {
+      // Swap: the small (empty) instance goes back, the large one serves.
+      Entry* small = *entry;
+      retained_.Add(static_cast<int64_t>(small->peak) - static_cast<int64_t>(large->peak));
+      cache_->Push(small);
+      *entry = large;
+      large_reused_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  Entry* e = *entry;
   Message* m = e->message.get();
   Attach(m, e->stash);
   // m is empty: merge == parse.
@@ -306,10 +351,14 @@ bool MessagePoolCore::Parse(Entry* e, std::string_view wire) {
 }
 
 void MessagePoolCore::Observe(size_t size) {
+  // Sample: the shared histogram is touched by one return in kSampleEvery
+  // per thread, so threads rarely contend for its cache lines.
+  static thread_local constinit uint32_t tick = 0;
+  if (++tick % kSampleEvery != 0) return;
   const int bucket = std::min<int>(std::bit_width(size), kBuckets - 1);
   histogram_[bucket].fetch_add(1, std::memory_order_relaxed);
   const uint32_t n = samples_.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (n % 256 != 0) return;
+  if (n % 64 != 0) return;
   // Recompute the bound from the histogram (approximate under races).
   uint64_t counts[kBuckets];
   uint64_t total = 0;
@@ -347,11 +396,17 @@ MessagePoolStats MessagePoolCore::Stats() const {
   s.reuse_hits = s.acquisitions > s.created ? s.acquisitions - s.created : 0;
   s.evicted_by_guard = evicted_.load(std::memory_order_relaxed);
   s.dropped_idle = dropped_.load(std::memory_order_relaxed);
-  s.in_use = static_cast<uint64_t>(std::max<int64_t>(0, in_use_.load(std::memory_order_relaxed)));
+  s.in_use = static_cast<uint64_t>(std::max<int64_t>(0, in_use_.Sum()));
   s.idle = c.in_depot + c.in_threads;
   s.bound_bytes = bound_.load(std::memory_order_relaxed);
+  s.large_reused = large_reused_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(large_mu_);
+    s.large_kept = large_.size();
+  }
+  s.idle += s.large_kept;
   s.retained_bytes_estimate =
-      static_cast<uint64_t>(std::max<int64_t>(0, retained_.load(std::memory_order_relaxed)));
+      static_cast<uint64_t>(std::max<int64_t>(0, retained_.Sum()));
   return s;
 }
 

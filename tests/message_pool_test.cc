@@ -183,6 +183,7 @@ TEST(MessagePoolTest, GuardEvictsAnInstanceThatGrewPastTheHardCap) {
   MessagePoolOptions o;
   o.hard_cap_bytes = 20000;
   o.min_bound_bytes = 1000;
+  o.large_reserve_bytes = 0;  // no room for large instances
   MessagePool<Envelope> pool(o);
   std::mt19937 rng(5);
   Envelope big;
@@ -211,6 +212,7 @@ TEST(MessagePoolTest, BoundAdaptsToRecentSizes) {
   MessagePoolOptions o;
   o.hard_cap_bytes = 10 << 20;
   o.min_bound_bytes = 1024;
+  o.large_reserve_bytes = 0;
   MessagePool<Envelope> pool(o);
   std::mt19937 rng(6);
   Envelope small;
@@ -227,6 +229,50 @@ TEST(MessagePoolTest, BoundAdaptsToRecentSizes) {
   FillBody(rng, 500, big.mutable_body());  // far above the bound, below the cap
   { auto m = pool.Acquire(); ASSERT_TRUE(m.ParseFrom(big.SerializeAsString())); }
   EXPECT_EQ(pool.Stats().evicted_by_guard, 1u);
+}
+
+TEST(MessagePoolTest, LargeInputsReuseReservedLargeInstances) {
+  MessagePoolOptions o;
+  o.hard_cap_bytes = 20000;
+  o.min_bound_bytes = 1000;
+  std::mt19937 rng(9);
+  Envelope big;
+  FillBody(rng, 1000, big.mutable_body());
+  const std::string big_wire = big.SerializeAsString();
+  o.large_reserve_bytes = 2 * big_wire.size();  // room for two
+  MessagePool<Envelope> pool(o);
+  Envelope small;
+  small.set_id("small");
+  const std::string small_wire = small.SerializeAsString();
+  {
+    // Three large at once: two fit in the reserve, the third is destroyed.
+    auto a = pool.Acquire(), b = pool.Acquire(), c = pool.Acquire();
+    for (auto* h : {&a, &b, &c}) ASSERT_TRUE(h->ParseFrom(big_wire));
+  }
+  MessagePoolStats s = pool.Stats();
+  EXPECT_EQ(s.large_kept, 2u);
+  EXPECT_EQ(s.evicted_by_guard, 1u);
+  // Small inputs do not get the large instances...
+  {
+    auto m = pool.Acquire();
+    ASSERT_TRUE(m.ParseFrom(small_wire));
+    EXPECT_LT(m->body().leaves().Capacity(), 1000);
+    EXPECT_EQ(pool.Stats().large_kept, 2u);
+  }
+  // ...large ones do, through ParseFrom (which may change get()).
+  {
+    auto m = pool.Acquire();
+    ASSERT_TRUE(m.ParseFrom(big_wire));
+    EXPECT_GE(m->body().leaves().Capacity(), 1000);
+    EXPECT_EQ(test::Deterministic(*m), test::Deterministic(big));
+    EXPECT_EQ(pool.Stats().large_kept, 1u);
+    EXPECT_EQ(pool.Stats().large_reused, 1u);
+  }
+  s = pool.Stats();
+  EXPECT_EQ(s.large_kept, 2u);
+  EXPECT_EQ(s.in_use, 0u);
+  EXPECT_EQ(s.created, 4u);  // three large, then one small (reserve untouched)
+  EXPECT_EQ(s.idle, 3u);
 }
 
 TEST(MessagePoolTest, IdleInstancesAreBounded) {

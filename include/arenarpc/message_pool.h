@@ -16,11 +16,16 @@
 // has-bit. Two guards keep memory from creeping up to the largest request
 // ever seen:
 //  - growth guard: each instance remembers the largest content it held
-//    (serialized bytes); on return it is destroyed, not reused, if that is
-//    above min(hard_cap_bytes, slack x the `percentile` of recent sizes).
-//    The size is the hint the caller gave (set_size_hint, e.g. the wire
-//    size), else the cached size if the message was serialized or sized
-//    during this use (free), else ByteSizeLong() (one walk, no reflection).
+//    (serialized bytes). On return, one above the bound
+//    min(hard_cap_bytes, slack x the `percentile` of recent sizes) does not
+//    go back to the common cache: it is kept in a small "large" reserve
+//    while the reserve holds less than large_reserve_bytes, else destroyed.
+//    ParseFrom() of an input above the bound swaps in an instance from the
+//    reserve, so large inputs reuse large instances and small inputs never
+//    carry their capacity. The size is the hint the caller gave
+//    (set_size_hint, e.g. the wire size), else the cached size if the
+//    message was serialized or sized during this use (free), else
+//    ByteSizeLong() (one walk, no reflection).
 //  - idle bound: at most idle_per_thread instances per thread plus idle_max
 //    process-wide; the rest are destroyed.
 //
@@ -51,9 +56,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
+
+#include "arenarpc/internal/striped_counter.h"
 
 namespace arenarpc {
 
@@ -66,6 +75,8 @@ struct MessagePoolOptions {
   double percentile = 0.9;
   double slack = 2.0;
   size_t min_bound_bytes = 16 << 10;  // below this, never evict
+  // Instances above the bound kept for large inputs, in content bytes.
+  size_t large_reserve_bytes = size_t{32} << 20;
 };
 
 struct MessagePoolStats {
@@ -73,6 +84,8 @@ struct MessagePoolStats {
   uint64_t reuse_hits = 0;       // served by an existing instance
   uint64_t created = 0;          // instances built (misses)
   uint64_t evicted_by_guard = 0; // destroyed on return: grew past the bound
+  uint64_t large_kept = 0;       // instances in the large reserve now
+  uint64_t large_reused = 0;     // ParseFrom() inputs served by the reserve
   uint64_t dropped_idle = 0;     // destroyed: idle bound reached
   uint64_t in_use = 0;           // handles alive
   uint64_t idle = 0;             // instances kept for reuse
@@ -96,7 +109,8 @@ class MessagePoolCore {
 
   Entry* Acquire();
   void Return(Entry* entry, size_t size_hint);
-  bool Parse(Entry* entry, std::string_view wire);
+  // Parses into *entry; may first exchange *entry for a reserved large one.
+  bool Parse(Entry** entry, std::string_view wire);
   static google::protobuf::Message* MessageOf(Entry* entry);
   MessagePoolStats Stats() const;
 
@@ -105,23 +119,32 @@ class MessagePoolCore {
   friend class Cache;
   size_t Bound();
   void Observe(size_t size);
+  Entry* TakeLarge(size_t size);  // from the reserve, or nullptr
 
   const MessagePoolOptions options_;
   const google::protobuf::Message* const prototype_;
   std::unique_ptr<Plan> plan_;  // detachable fields, per type
   std::unique_ptr<Cache> cache_;
 
-  // Recent sizes: counts per power-of-two bucket, halved every 4096 samples.
+  // Recent sizes (one return in kSampleEvery per thread): counts per
+  // power-of-two bucket, halved every 4096 samples.
+  static constexpr uint32_t kSampleEvery = 4;
   static constexpr int kBuckets = 40;
   std::atomic<uint32_t> histogram_[kBuckets] = {};
   std::atomic<uint32_t> samples_{0};
   std::atomic<size_t> bound_;
 
+  // Updated on every Acquire/return by all threads: striped, not shared.
+  StripedCounter in_use_;
+  StripedCounter retained_;
   std::atomic<uint64_t> created_{0};
   std::atomic<uint64_t> evicted_{0};
   std::atomic<uint64_t> dropped_{0};
-  std::atomic<int64_t> in_use_{0};
-  std::atomic<int64_t> retained_{0};
+  std::atomic<uint64_t> large_reused_{0};
+
+  mutable std::mutex large_mu_;
+  std::vector<Entry*> large_;  // the reserve, guarded by large_mu_
+  size_t large_bytes_ = 0;     // sum of their peaks, guarded by large_mu_
 };
 
 }  // namespace internal
@@ -157,11 +180,14 @@ class PooledMessage {
   T& operator*() const { return *message_; }
   explicit operator bool() const { return message_ != nullptr; }
 
-  // Parses `wire` into the (empty) message, reusing kept subtrees. On
-  // failure returns false and leaves the message empty.
+  // Parses `wire` into the (empty) message, reusing kept subtrees. A large
+  // input may swap in a larger pooled instance: take get() after this
+  // call. On failure returns false and leaves the message empty.
   bool ParseFrom(std::string_view wire) {
     size_hint_ = wire.size();
-    return core_->Parse(entry_, wire);
+    const bool ok = core_->Parse(&entry_, wire);
+    message_ = static_cast<T*>(internal::MessagePoolCore::MessageOf(entry_));
+    return ok;
   }
   // The message's content size in serialized bytes, if the caller knows it
   // (saves the pool a ByteSizeLong() walk on return).
