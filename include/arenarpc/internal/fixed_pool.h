@@ -1,0 +1,233 @@
+// The type-erased engine behind ObjectPool<T>: fixed-size slots carved from
+// aligned blocks, per-thread magazines of slot pointers, a global depot.
+//
+//   arenarpc::internal::FixedPool pool(/*slot_size=*/64, /*slot_align=*/8, {});
+//   void* p = pool.Allocate();   // nullptr only if the OS refuses memory
+//   pool.Deallocate(p);          // from any thread
+//
+// Layout. A block is `block_size` bytes (a power of two), aligned to its
+// size, mapped with mmap; its first bytes are a BlockHeader, then slots of
+// `stride` bytes. A slot's block is found by masking its address, so the
+// pool never keeps a per-slot header and a live object costs exactly its
+// stride. Slots are carved from the newest block lazily, one batch at a time,
+// so pages of a block that were never handed out are never touched.
+//
+// Caching. Free slots are kept as *pointers* in magazines (arrays of
+// `magazine_size` pointers), never as a linked list threaded through the free
+// objects: popping a pointer does not touch the object, so reuse in shuffled
+// order costs no cache miss inside the pool. Each thread has two magazines
+// (Bonwick's "loaded" and "previous"); a thread moves whole magazines to and
+// from the depot, by pointer, under one short lock per `magazine_size`
+// operations. The depot is sharded; each shard stacks full magazines, and a
+// partial one collects the slots of exiting threads and of threads that can
+// no longer cache.
+//
+// Thread safety: every member function may be called concurrently. A slot
+// may be freed by another thread than the one that took it; the freeing
+// thread's magazines fill up and go to the depot, where allocating threads
+// find them before carving new slots, so a producer/consumer pair stays
+// bounded by what is in flight plus the caches.
+// Lifetime: the destructor unmaps every block, including slots still handed
+// out. A thread that exits hands its magazines to the depot.
+#ifndef ARENARPC_INTERNAL_FIXED_POOL_H_
+#define ARENARPC_INTERNAL_FIXED_POOL_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "arenarpc/internal/check.h"
+#include "arenarpc/internal/thread_slots.h"
+
+namespace arenarpc::internal {
+
+struct FixedPoolOptions {
+  // Bytes per block, a power of two >= 64 KiB; raised to fit 16 slots.
+  size_t block_size = size_t{256} << 10;
+  // Slot pointers per magazine; a thread caches at most two magazines.
+  uint32_t magazine_size = 256;
+  // Empty magazines the depot keeps for reuse (the rest are freed).
+  uint32_t max_empty_magazines = 256;
+  // Depot shards; 0: twice the hardware threads, in [4, 64].
+  uint32_t depot_shards = 0;
+};
+
+struct FixedPoolStats {
+  size_t slot_size = 0;          // the stride: bytes one object occupies
+  uint64_t in_use = 0;           // handed out and not yet returned
+  uint64_t cached = 0;           // free, in thread caches or the depot
+  uint64_t cached_in_depot = 0;  // the part of `cached` in the depot
+  uint64_t blocks = 0;           // blocks mapped now
+  uint64_t bytes_held = 0;       // blocks * block_size
+  uint64_t blocks_released = 0;  // unmapped by Trim() since start
+};
+
+class FixedPool final : private ThreadSlots::Owner {
+ public:
+  FixedPool(size_t slot_size, size_t slot_align,
+            const FixedPoolOptions& options);
+  ~FixedPool();
+  FixedPool(const FixedPool&) = delete;
+  FixedPool& operator=(const FixedPool&) = delete;
+
+  void* Allocate() {
+    Cache* c = GetCache();
+    if (__builtin_expect(c != nullptr, 1)) {
+      const uint32_t n = c->count.load(std::memory_order_relaxed);
+      if (__builtin_expect(n != 0, 1)) {
+        void* p = c->items[n - 1];
+        c->count.store(n - 1, std::memory_order_relaxed);
+        OnHandOut(p);
+        return p;
+      }
+    }
+    return AllocateSlow(c);
+  }
+
+  void Deallocate(void* p) {
+    OnReturn(p);
+    Cache* c = GetCache();
+    if (__builtin_expect(c != nullptr, 1)) {
+      const uint32_t n = c->count.load(std::memory_order_relaxed);
+      if (__builtin_expect(n != magazine_size_, 1)) {
+        c->items[n] = p;
+        c->count.store(n + 1, std::memory_order_relaxed);
+        return;
+      }
+    }
+    DeallocateSlow(c, p);
+  }
+
+  // Debug-build check that `p` may be returned (from this pool and handed
+  // out); Deallocate() runs it too. ObjectPool::Delete calls it before the
+  // destructor so a double Delete is reported before ~T runs twice.
+  void CheckReturnable(const void* p) const {
+#ifdef ARENARPC_ASAN
+    // A free slot is poisoned: catches a double return in any ASan build.
+    ARENARPC_CHECK(!ARENARPC_IS_POISONED(p),
+                   "ObjectPool::Delete/Deallocate: object freed twice");
+#endif
+    if (ARENARPC_DEBUG_CHECKS) DebugCheckReturnable(p);
+  }
+
+  void FlushThreadCache();  // this thread's magazines -> depot
+  size_t Trim();            // unmaps fully free blocks; returns bytes
+  FixedPoolStats Stats() const;
+
+  size_t stride() const { return stride_; }
+  size_t block_size() const { return block_size_; }
+  size_t slots_per_block() const { return slots_per_block_; }
+
+ private:
+  struct Magazine {
+    Magazine* next;  // in a depot list
+    uint32_t count;  // valid while in the depot
+    void* items[];   // magazine_size_ entries
+  };
+  // One per (pool, thread); only its thread writes it. Stats() reads the
+  // counts from other threads, hence relaxed atomics (plain loads/stores).
+  struct alignas(64) Cache {
+    std::atomic<uint32_t> count{0};       // in `loaded`
+    std::atomic<uint32_t> prev_count{0};  // in `previous`
+    void** items = nullptr;               // loaded->items
+    Magazine* loaded = nullptr;
+    Magazine* previous = nullptr;
+    uint32_t home = 0;  // depot shard
+  };
+  struct BlockHeader;
+
+  // The last pool this thread used, so that the common case of one hot pool
+  // costs one TLS compare instead of a ThreadSlots lookup. Generations are
+  // never reused, so an entry of a destroyed pool never matches again; the
+  // exiting thread clears its entry in OnThreadExit.
+  struct LastUsed {
+    uint64_t generation;
+    void* cache;
+  };
+  __attribute__((tls_model("initial-exec"))) static inline thread_local
+      constinit LastUsed last_used_{0, nullptr};
+
+  Cache* GetCache() const {
+    const LastUsed& l = last_used_;
+    if (__builtin_expect(l.generation == key_.generation, 1)) {
+      // Set only with a cache: lets the compiler drop the null test.
+      if (l.cache == nullptr) __builtin_unreachable();
+      return static_cast<Cache*>(l.cache);
+    }
+    void* c = ThreadSlots::Get(key_);
+    if (c != nullptr) last_used_ = {key_.generation, c};
+    return static_cast<Cache*>(c);
+  }
+
+  void OnHandOut(void* p) {
+    ARENARPC_UNPOISON(p, stride_);
+    if (ARENARPC_DEBUG_CHECKS) DebugMark(p, true);
+  }
+  void OnReturn(void* p) {
+    CheckReturnable(p);
+    if (ARENARPC_DEBUG_CHECKS) DebugMark(p, false);
+    ARENARPC_POISON(p, stride_);
+  }
+  void DebugCheckReturnable(const void* p) const;
+  void DebugMark(const void* p, bool in_use) const;
+
+  void* AllocateSlow(Cache* c);
+  void DeallocateSlow(Cache* c, void* p);
+  Cache* CacheForThisThread();
+  void OnThreadExit(void* cache) override;
+
+  // A depot shard: full magazines, one partial, spare empty ones. A thread
+  // pushes to and pops from its home shard, so on a steady workload the
+  // magazines (and the pointers in them) stay with the core that filled them;
+  // an empty home shard steals from the others before new slots are carved.
+  struct alignas(64) Shard {
+    std::mutex mu;
+    Magazine* full = nullptr;     // stack, guarded by mu
+    Magazine* partial = nullptr;  // guarded by mu
+    Magazine* empty = nullptr;    // guarded by mu
+    uint32_t empty_count = 0;     // guarded by mu
+    uint64_t in_depot = 0;        // slots in full + partial, guarded by mu
+  };
+
+  // Helpers taking a Shard require its mu.
+  Magazine* NewMagazineLocked(Shard& s);
+  void FreeMagazineLocked(Shard& s, Magazine* m);
+  void PutItemsLocked(Shard& s, void* const* items, size_t n);
+  Magazine* TakeFullLocked(Shard& s);  // or nullptr
+  Magazine* TakeFullFromAnyShard(Cache* c);  // home first; frees c->previous
+  size_t CarveLocked(void** out, size_t n);  // requires mu_; 0: no memory
+  BlockHeader* MapBlock();
+  void UnmapBlock(BlockHeader* b);
+
+  BlockHeader* HeaderOf(const void* p) const {
+    return reinterpret_cast<BlockHeader*>(reinterpret_cast<uintptr_t>(p) &
+                                          ~(uintptr_t{block_size_} - 1));
+  }
+
+  // Set by the constructor, then constant.
+  size_t stride_ = 0;
+  size_t block_size_ = 0;
+  size_t header_size_ = 0;  // slots start here, a multiple of the alignment
+  size_t slots_per_block_ = 0;
+  uint32_t num_shards_ = 0;
+  const uint32_t magazine_size_;
+  uint32_t max_empty_per_shard_ = 0;
+  const ThreadSlots::Key key_;
+  std::unique_ptr<Shard[]> shards_;
+  std::atomic<uint32_t> next_home_{0};
+
+  // Lock order: shards in index order, then mu_ (only Trim nests them).
+  alignas(64) mutable std::mutex mu_;
+  uint64_t carved_ = 0;              // carved from live blocks, guarded by mu_
+  BlockHeader* carving_ = nullptr;   // newest block, guarded by mu_
+  std::vector<BlockHeader*> blocks_;  // guarded by mu_
+  std::vector<Cache*> caches_;        // live thread caches, guarded by mu_
+  uint64_t blocks_released_ = 0;      // guarded by mu_
+};
+
+}  // namespace arenarpc::internal
+
+#endif  // ARENARPC_INTERNAL_FIXED_POOL_H_

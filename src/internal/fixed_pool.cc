@@ -1,0 +1,488 @@
+#include "arenarpc/internal/fixed_pool.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <new>
+#include <thread>
+
+namespace arenarpc::internal {
+namespace {
+
+constexpr uint64_t kBlockMagic = 0x4f424a504f4f4c31;  // "OBJPOOL1"
+constexpr size_t kMinBlockSize = size_t{64} << 10;
+constexpr size_t kMinSlotsPerBlock = 16;
+
+size_t RoundUp(size_t n, size_t align) { return (n + align - 1) / align * align; }
+
+}  // namespace
+
+struct FixedPool::BlockHeader {
+  uint64_t magic;
+  const FixedPool* owner;
+  size_t index;      // in blocks_, guarded by mu_
+  uint32_t carved;   // slots handed out of this block so far, guarded by mu_
+  uint32_t scratch;  // Trim(): free slots counted in the depot
+  // Debug builds: one bit per slot, set while the slot is handed out.
+  std::atomic<uint64_t>* in_use_bits() {
+    return reinterpret_cast<std::atomic<uint64_t>*>(this + 1);
+  }
+};
+
+FixedPool::FixedPool(size_t slot_size, size_t slot_align,
+                     const FixedPoolOptions& options)
+    : magazine_size_(options.magazine_size),
+      key_(ThreadSlots::Register(this)) {
+  ARENARPC_CHECK(slot_align != 0 && (slot_align & (slot_align - 1)) == 0 &&
+                     slot_align <= 4096,
+                 "ObjectPool: alignment must be a power of two <= 4096");
+  ARENARPC_CHECK(magazine_size_ >= 1 && magazine_size_ <= (1u << 20),
+                 "ObjectPool: magazine_size must be in [1, 2^20]");
+  ARENARPC_CHECK(options.block_size <= (size_t{1} << 30),
+                 "ObjectPool: block_size must be at most 1 GiB");
+  stride_ = RoundUp(std::max<size_t>(slot_size, 1), slot_align);
+  const size_t header_align = std::max<size_t>(slot_align, 64);
+  block_size_ = std::bit_ceil(std::max(options.block_size, kMinBlockSize));
+  for (;;) {
+    size_t header = sizeof(BlockHeader);
+    if (ARENARPC_DEBUG_CHECKS) {
+      header += sizeof(uint64_t) * ((block_size_ / stride_ + 63) / 64);
+    }
+    header_size_ = RoundUp(header, header_align);
+    slots_per_block_ = block_size_ > header_size_
+                           ? (block_size_ - header_size_) / stride_
+                           : 0;
+    if (slots_per_block_ >= kMinSlotsPerBlock) break;
+    block_size_ *= 2;
+  }
+  slots_per_block_ = std::min<size_t>(slots_per_block_, UINT32_MAX);
+  num_shards_ = options.depot_shards;
+  if (num_shards_ == 0) {
+    num_shards_ = std::clamp(2 * std::thread::hardware_concurrency(), 4u, 64u);
+  }
+  num_shards_ = std::clamp(num_shards_, 1u, 1024u);
+  max_empty_per_shard_ =
+      (options.max_empty_magazines + num_shards_ - 1) / num_shards_;
+  shards_ = std::make_unique<Shard[]>(num_shards_);
+}
+
+FixedPool::~FixedPool() {
+  ThreadSlots::Unregister(key_);  // no OnThreadExit from here on
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Cache* c : caches_) {
+    ::operator delete(c->loaded);
+    ::operator delete(c->previous);
+    delete c;
+  }
+  caches_.clear();
+  for (uint32_t i = 0; i < num_shards_; ++i) {
+    Shard& sh = shards_[i];
+    for (Magazine* list : {sh.full, sh.partial, sh.empty}) {
+      while (list != nullptr) {
+        Magazine* next = list->next;
+        ::operator delete(list);
+        list = next;
+      }
+    }
+  }
+  for (BlockHeader* b : blocks_) UnmapBlock(b);
+  blocks_.clear();
+}
+
+// --- blocks ------------------------------------------------------------------
+
+FixedPool::BlockHeader* FixedPool::MapBlock() {
+  // Over-map by one block and cut the misaligned ends off.
+  const size_t len = 2 * block_size_;
+  void* raw = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + block_size_ - 1) & ~(block_size_ - 1);
+  if (aligned > start) munmap(raw, aligned - start);
+  const uintptr_t end = start + len;
+  if (end > aligned + block_size_) {
+    munmap(reinterpret_cast<void*>(aligned + block_size_),
+           end - (aligned + block_size_));
+  }
+  auto* b = reinterpret_cast<BlockHeader*>(aligned);
+  b->magic = kBlockMagic;
+  b->owner = this;
+  b->index = 0;
+  b->carved = 0;
+  b->scratch = 0;
+  if (ARENARPC_DEBUG_CHECKS) {
+    std::atomic<uint64_t>* bits = b->in_use_bits();
+    for (size_t i = 0; i < (slots_per_block_ + 63) / 64; ++i) {
+      new (&bits[i]) std::atomic<uint64_t>(0);
+    }
+  }
+  ARENARPC_POISON(reinterpret_cast<char*>(aligned) + header_size_,
+                  block_size_ - header_size_);
+  return b;
+}
+
+void FixedPool::UnmapBlock(BlockHeader* b) {
+  b->magic = 0;
+  // ASan wants the range clean before the OS may map it again elsewhere.
+  ARENARPC_UNPOISON(b, block_size_);
+  munmap(b, block_size_);
+}
+
+size_t FixedPool::CarveLocked(void** out, size_t n) {
+  if (carving_ == nullptr || carving_->carved == slots_per_block_) {
+    BlockHeader* b = MapBlock();
+    if (b == nullptr) return 0;
+    b->index = blocks_.size();
+    blocks_.push_back(b);
+    carving_ = b;
+  }
+  const size_t k = std::min<size_t>(n, slots_per_block_ - carving_->carved);
+  char* base = reinterpret_cast<char*>(carving_) + header_size_ +
+               size_t{carving_->carved} * stride_;
+  // The lowest address ends up on top of the stack: handed out first.
+  for (size_t i = 0; i < k; ++i) out[k - 1 - i] = base + i * stride_;
+  carving_->carved += static_cast<uint32_t>(k);
+  carved_ += k;
+  return k;
+}
+
+// --- magazines and the depot ---------------------------------------------------
+
+FixedPool::Magazine* FixedPool::NewMagazineLocked(Shard& sh) {
+  Magazine* m = sh.empty;
+  if (m != nullptr) {
+    sh.empty = m->next;
+    --sh.empty_count;
+  } else {
+    m = static_cast<Magazine*>(::operator new(
+        sizeof(Magazine) + sizeof(void*) * size_t{magazine_size_}));
+  }
+  m->next = nullptr;
+  m->count = 0;
+  return m;
+}
+
+void FixedPool::FreeMagazineLocked(Shard& sh, Magazine* m) {
+  if (sh.empty_count < max_empty_per_shard_) {
+    m->next = sh.empty;
+    sh.empty = m;
+    ++sh.empty_count;
+  } else {
+    ::operator delete(m);
+  }
+}
+
+void FixedPool::PutItemsLocked(Shard& sh, void* const* items, size_t n) {
+  sh.in_depot += n;
+  while (n > 0) {
+    if (sh.partial == nullptr) sh.partial = NewMagazineLocked(sh);
+    if (sh.partial->count == magazine_size_) {
+      sh.partial->next = sh.full;
+      sh.full = sh.partial;
+      sh.partial = NewMagazineLocked(sh);
+    }
+    const size_t k = std::min<size_t>(n, magazine_size_ - sh.partial->count);
+    std::memcpy(sh.partial->items + sh.partial->count, items, k * sizeof(void*));
+    sh.partial->count += static_cast<uint32_t>(k);
+    items += k;
+    n -= k;
+  }
+}
+
+FixedPool::Magazine* FixedPool::TakeFullLocked(Shard& sh) {
+  Magazine* m = sh.full;
+  if (m != nullptr) {
+    sh.full = m->next;
+  } else if (sh.partial != nullptr && sh.partial->count > 0) {
+    m = sh.partial;
+    sh.partial = nullptr;
+  } else {
+    return nullptr;
+  }
+  sh.in_depot -= m->count;
+  return m;
+}
+
+FixedPool::Magazine* FixedPool::TakeFullFromAnyShard(Cache* c) {
+  for (uint32_t i = 0; i < num_shards_; ++i) {
+    Shard& sh = shards_[(c->home + i) % num_shards_];
+    std::lock_guard<std::mutex> lock(sh.mu);
+    if (Magazine* m = TakeFullLocked(sh)) {
+      FreeMagazineLocked(sh, c->previous);
+      return m;
+    }
+  }
+  return nullptr;
+}
+
+// --- thread caches -------------------------------------------------------------
+
+FixedPool::Cache* FixedPool::CacheForThisThread() {
+  auto* c = new Cache;
+  c->home = next_home_.fetch_add(1, std::memory_order_relaxed) % num_shards_;
+  Shard& sh = shards_[c->home];
+  {
+    std::lock_guard<std::mutex> lock(sh.mu);
+    c->loaded = NewMagazineLocked(sh);
+    c->previous = NewMagazineLocked(sh);
+  }
+  c->items = c->loaded->items;
+  if (!ThreadSlots::Set(key_, c)) {  // the thread is exiting: go uncached
+    std::lock_guard<std::mutex> lock(sh.mu);
+    FreeMagazineLocked(sh, c->loaded);
+    FreeMagazineLocked(sh, c->previous);
+    delete c;
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  caches_.push_back(c);
+  return c;
+}
+
+void FixedPool::OnThreadExit(void* cache) {
+  auto* c = static_cast<Cache*>(cache);
+  if (last_used_.cache == c) last_used_ = {0, nullptr};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    caches_.erase(std::find(caches_.begin(), caches_.end(), c));
+  }
+  Shard& sh = shards_[c->home];
+  std::lock_guard<std::mutex> lock(sh.mu);
+  PutItemsLocked(sh, c->loaded->items, c->count.load(std::memory_order_relaxed));
+  PutItemsLocked(sh, c->previous->items,
+                 c->prev_count.load(std::memory_order_relaxed));
+  FreeMagazineLocked(sh, c->loaded);
+  FreeMagazineLocked(sh, c->previous);
+  delete c;
+}
+
+void* FixedPool::AllocateSlow(Cache* c) {
+  if (c == nullptr) c = CacheForThisThread();
+  void* p = nullptr;
+  if (c == nullptr) {  // uncached: one slot from the depot or a block
+    for (uint32_t i = 0; i < num_shards_ && p == nullptr; ++i) {
+      Shard& sh = shards_[i];
+      std::lock_guard<std::mutex> lock(sh.mu);
+      if ((sh.partial == nullptr || sh.partial->count == 0) && sh.full != nullptr) {
+        if (sh.partial != nullptr) FreeMagazineLocked(sh, sh.partial);
+        sh.partial = sh.full;
+        sh.full = sh.full->next;
+      }
+      if (sh.partial != nullptr && sh.partial->count > 0) {
+        p = sh.partial->items[--sh.partial->count];
+        --sh.in_depot;
+      }
+    }
+    if (p == nullptr) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (CarveLocked(&p, 1) == 0) return nullptr;
+    }
+    OnHandOut(p);
+    return p;
+  }
+  uint32_t n = c->count.load(std::memory_order_relaxed);
+  if (n == 0) {
+    const uint32_t prev = c->prev_count.load(std::memory_order_relaxed);
+    if (prev > 0) {  // the previous magazine still has slots: swap
+      std::swap(c->loaded, c->previous);
+      c->prev_count.store(0, std::memory_order_relaxed);
+      n = prev;
+    } else if (Magazine* m = TakeFullFromAnyShard(c)) {  // both empty
+      c->previous = c->loaded;  // c->previous went to the shard
+      c->loaded = m;
+      n = m->count;
+    } else {  // the depot is empty: carve
+      std::lock_guard<std::mutex> lock(mu_);
+      n = static_cast<uint32_t>(CarveLocked(c->loaded->items, magazine_size_));
+      if (n == 0) return nullptr;
+    }
+    c->items = c->loaded->items;
+  }
+  p = c->items[n - 1];
+  c->count.store(n - 1, std::memory_order_relaxed);
+  OnHandOut(p);
+  return p;
+}
+
+void FixedPool::DeallocateSlow(Cache* c, void* p) {
+  if (c == nullptr) c = CacheForThisThread();
+  if (c == nullptr) {
+    Shard& sh = shards_[0];
+    std::lock_guard<std::mutex> lock(sh.mu);
+    PutItemsLocked(sh, &p, 1);
+    return;
+  }
+  uint32_t n = c->count.load(std::memory_order_relaxed);
+  if (n == magazine_size_) {
+    const uint32_t prev = c->prev_count.load(std::memory_order_relaxed);
+    if (prev < magazine_size_) {  // room in the previous magazine: swap
+      std::swap(c->loaded, c->previous);
+      c->prev_count.store(n, std::memory_order_relaxed);
+      n = prev;
+    } else {  // both full: the previous one goes to the depot
+      Shard& sh = shards_[c->home];
+      std::lock_guard<std::mutex> lock(sh.mu);
+      c->previous->count = magazine_size_;
+      c->previous->next = sh.full;
+      sh.full = c->previous;
+      sh.in_depot += magazine_size_;
+      c->previous = c->loaded;
+      c->prev_count.store(n, std::memory_order_relaxed);
+      c->loaded = NewMagazineLocked(sh);
+      n = 0;
+    }
+    c->items = c->loaded->items;
+  }
+  c->items[n] = p;
+  c->count.store(n + 1, std::memory_order_relaxed);
+}
+
+void FixedPool::FlushThreadCache() {
+  Cache* c = GetCache();
+  if (c == nullptr) return;
+  Shard& sh = shards_[c->home];
+  std::lock_guard<std::mutex> lock(sh.mu);
+  PutItemsLocked(sh, c->loaded->items, c->count.load(std::memory_order_relaxed));
+  PutItemsLocked(sh, c->previous->items,
+                 c->prev_count.load(std::memory_order_relaxed));
+  c->count.store(0, std::memory_order_relaxed);
+  c->prev_count.store(0, std::memory_order_relaxed);
+}
+
+// --- Trim and Stats --------------------------------------------------------------
+
+size_t FixedPool::Trim() {
+  FlushThreadCache();
+  std::vector<BlockHeader*> released;
+  {
+    std::vector<std::unique_lock<std::mutex>> shard_locks;
+    for (uint32_t i = 0; i < num_shards_; ++i) shard_locks.emplace_back(shards_[i].mu);
+    std::lock_guard<std::mutex> lock(mu_);
+    // Count the free slots of each block that sit in the depot; a block whose
+    // every carved slot is there (and whose rest was never carved) is free.
+    for (BlockHeader* b : blocks_) b->scratch = 0;
+    auto for_each_depot_item = [this](auto&& fn) {
+      for (uint32_t i = 0; i < num_shards_; ++i) {
+        for (Magazine* m = shards_[i].full; m != nullptr; m = m->next) {
+          for (uint32_t k = 0; k < m->count; ++k) fn(i, m->items[k]);
+        }
+        if (Magazine* m = shards_[i].partial) {
+          for (uint32_t k = 0; k < m->count; ++k) fn(i, m->items[k]);
+        }
+      }
+    };
+    for_each_depot_item([this](uint32_t, void* p) { ++HeaderOf(p)->scratch; });
+    constexpr uint32_t kDying = UINT32_MAX;
+    for (BlockHeader* b : blocks_) {
+      if (b->scratch == b->carved) {
+        b->scratch = kDying;
+        released.push_back(b);
+      }
+    }
+    if (!released.empty()) {
+      std::vector<std::vector<void*>> keep(num_shards_);
+      for_each_depot_item([&](uint32_t i, void* p) {
+        if (HeaderOf(p)->scratch != kDying) keep[i].push_back(p);
+      });
+      for (uint32_t i = 0; i < num_shards_; ++i) {
+        Shard& sh = shards_[i];
+        for (Magazine* m = sh.full; m != nullptr;) {
+          Magazine* next = m->next;
+          FreeMagazineLocked(sh, m);
+          m = next;
+        }
+        sh.full = nullptr;
+        if (sh.partial != nullptr) FreeMagazineLocked(sh, sh.partial);
+        sh.partial = nullptr;
+        sh.in_depot = 0;
+        PutItemsLocked(sh, keep[i].data(), keep[i].size());
+      }
+      for (BlockHeader* b : released) {
+        BlockHeader* last = blocks_.back();
+        blocks_[b->index] = last;
+        last->index = b->index;
+        blocks_.pop_back();
+        carved_ -= b->carved;
+        if (b == carving_) carving_ = nullptr;
+      }
+      blocks_released_ += released.size();
+    }
+    // Spare magazines are memory too.
+    for (uint32_t i = 0; i < num_shards_; ++i) {
+      Shard& sh = shards_[i];
+      while (sh.empty != nullptr) {
+        Magazine* next = sh.empty->next;
+        ::operator delete(sh.empty);
+        sh.empty = next;
+      }
+      sh.empty_count = 0;
+    }
+  }
+  for (BlockHeader* b : released) UnmapBlock(b);
+  return released.size() * block_size_;
+}
+
+FixedPoolStats FixedPool::Stats() const {
+  FixedPoolStats s;
+  s.slot_size = stride_;
+  uint64_t in_depot = 0;
+  for (uint32_t i = 0; i < num_shards_; ++i) {
+    std::lock_guard<std::mutex> lock(shards_[i].mu);
+    in_depot += shards_[i].in_depot;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t in_threads = 0;
+  for (const Cache* c : caches_) {
+    in_threads += c->count.load(std::memory_order_relaxed) +
+                  c->prev_count.load(std::memory_order_relaxed);
+  }
+  s.cached_in_depot = in_depot;
+  s.cached = in_depot + in_threads;
+  s.in_use = carved_ > s.cached ? carved_ - s.cached : 0;
+  s.blocks = blocks_.size();
+  s.bytes_held = s.blocks * block_size_;
+  s.blocks_released = blocks_released_;
+  return s;
+}
+
+// --- debug checks ----------------------------------------------------------------
+
+void FixedPool::DebugCheckReturnable(const void* p) const {
+  ARENARPC_CHECK(p != nullptr, "ObjectPool::Deallocate(nullptr)");
+  const BlockHeader* b = HeaderOf(p);
+  ARENARPC_CHECK(b->magic == kBlockMagic && b->owner == this,
+                 "ObjectPool::Delete/Deallocate: object is not from this pool");
+  const size_t offset = static_cast<size_t>(static_cast<const char*>(p) -
+                                            reinterpret_cast<const char*>(b));
+  ARENARPC_CHECK(offset >= header_size_ && (offset - header_size_) % stride_ == 0 &&
+                     (offset - header_size_) / stride_ < slots_per_block_,
+                 "ObjectPool::Delete/Deallocate: not the address of an object");
+  const size_t slot = (offset - header_size_) / stride_;
+  const uint64_t bits = const_cast<BlockHeader*>(b)->in_use_bits()[slot / 64].load(
+      std::memory_order_relaxed);
+  ARENARPC_CHECK((bits >> (slot % 64)) & 1,
+                 "ObjectPool::Delete/Deallocate: object freed twice");
+}
+
+void FixedPool::DebugMark(const void* p, bool in_use) const {
+  BlockHeader* b = HeaderOf(p);
+  const size_t slot =
+      (static_cast<size_t>(static_cast<const char*>(p) -
+                           reinterpret_cast<const char*>(b)) -
+       header_size_) /
+      stride_;
+  const uint64_t mask = uint64_t{1} << (slot % 64);
+  std::atomic<uint64_t>& word = b->in_use_bits()[slot / 64];
+  if (in_use) {
+    const uint64_t old = word.fetch_or(mask, std::memory_order_relaxed);
+    ARENARPC_CHECK(!(old & mask), "ObjectPool: internal error: slot handed out twice");
+  } else {
+    const uint64_t old = word.fetch_and(~mask, std::memory_order_relaxed);
+    ARENARPC_CHECK(old & mask, "ObjectPool::Delete/Deallocate: object freed twice");
+  }
+}
+
+}  // namespace arenarpc::internal
