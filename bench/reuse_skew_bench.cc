@@ -7,6 +7,8 @@
 //   naive    one message per thread, parsed over and over (Clear-and-reuse:
 //            keeps the capacity of the largest request it ever saw)
 //   pool     arenarpc::MessagePool with its growth guard
+//   arena_naive  like naive, each message on its own long-lived protobuf
+//            Arena (shows why MessagePool keeps instances on the heap)
 //
 // --shape=envelope parses RequestEnvelope, whose `body` is a proto3 field
 // without has-bit (naive reuse rebuilds the body every time).
@@ -105,6 +107,8 @@ arenarpc::MessagePool<M>& Pool() {
   return pool;
 }
 
+std::atomic<uint64_t> arena_bytes{0};  // arena_naive: SpaceAllocated at the end
+
 // One thread's requests. Each request stays alive for the next `inflight`
 // requests of the thread, like concurrent calls in a server.
 template <class M>
@@ -136,6 +140,21 @@ int64_t Worker(const std::string& mode, int requests, int inflight,
       if (!m.ParseFromString(next())) std::abort();  // Clear() + parse
       sum += Use(m);
     }
+  } else if (mode == "arena_naive") {
+    std::vector<std::unique_ptr<google::protobuf::Arena>> arenas(k);
+    std::vector<M*> ring(k);
+    for (size_t j = 0; j < k; ++j) {
+      arenas[j] = std::make_unique<google::protobuf::Arena>();
+      ring[j] = google::protobuf::Arena::CreateMessage<M>(arenas[j].get());
+    }
+    for (int i = 0; i < requests; ++i) {
+      M* m = ring[i % k];
+      if (!m->ParseFromString(next())) std::abort();
+      sum += Use(*m);
+    }
+    uint64_t bytes = 0;
+    for (auto& a : arenas) bytes += a->SpaceAllocated();
+    arena_bytes.fetch_add(bytes);
   } else if (mode == "pool") {
     std::vector<arenarpc::PooledMessage<M>> ring(k);
     for (int i = 0; i < requests; ++i) {
@@ -212,6 +231,9 @@ int main(int argc, char** argv) {
     std::printf("%s[%.0f,%.1f]", i ? "," : "", samples[i].first, samples[i].second);
   }
   std::printf("]");
+  if (mode == "arena_naive") {
+    std::printf(",\"arena_space_allocated_mib\":%.1f", arena_bytes.load() / 1048576.0);
+  }
   if (mode == "pool") {
     const arenarpc::MessagePoolStats ps =
         shape == "envelope" ? Pool<RequestEnvelope>().Stats() : Pool<Request>().Stats();
