@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""The babylon RPC experiment on gRPC: the echo server in each allocation mode
+(heap, arena, reuse), driven by ghz at a fixed request rate.
+
+For each mode: start `arenarpc_echo_server --port=0 --mode=M` (pinned to one
+core), warm it up, then run ghz --async --rps R for a fixed duration (pinned
+to the other core) and record latency p50/p90/p99/p99.9 (from ghz's per-call
+details), server CPU seconds per request (utime+stime of the server process
+over the measured window, from /proc/PID/stat), peak and steady RSS (VmHWM,
+median VmRSS sampled every 100 ms) and errors. The payload is one serialized
+EchoRequest written by `arenarpc_echo_payload`, so anyone can replay the
+load with their own ghz command line (printed).
+
+  bench/rpc_bench.py                  # short run, results under out/rpc/
+  bench/rpc_bench.py --full           # long run, regenerates docs/
+  bench/rpc_bench.py --smoke          # a few seconds per mode (tests)
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HZ = os.sysconf("SC_CLK_TCK")
+CUT_AT_END = ("use of closed network connection", "context canceled",
+              "the client connection is closing")
+
+
+def find_ghz():
+    for c in [shutil.which("ghz"), os.path.expanduser("~/go/bin/ghz"), "/root/go/bin/ghz"]:
+        if c and os.path.exists(c):
+            return c
+    sys.exit("ghz not found: go install github.com/bojand/ghz/cmd/ghz@v0.121.0")
+
+
+def pin(core, cmd):
+    """Prefix `cmd` with taskset when the machine has a core to spare."""
+    if core is not None and shutil.which("taskset"):
+        return ["taskset", "-c", str(core)] + cmd
+    return cmd
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / HZ  # utime + stime
+
+
+def status_kib(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def percentile(sorted_values, p):
+    if not sorted_values:
+        return float("nan")
+    k = (len(sorted_values) - 1) * p / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+class Server:
+    def __init__(self, binary, mode, core, extra):
+        cmd = pin(core, [binary, "--port=0", f"--mode={mode}"] + extra)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.port = None
+        deadline = time.time() + 30
+        self.log = []
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.log.append(line)
+            if line.startswith("listening on"):
+                self.port = int(line.split()[-1])
+                break
+        if self.port is None:
+            self.proc.kill()
+            raise RuntimeError("server did not start:\n" + "".join(self.log))
+        # Keep draining its output so it never blocks on a full pipe.
+        threading.Thread(target=lambda: [self.log.append(l) for l in self.proc.stdout], daemon=True).start()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return -9
+
+
+def ghz_cmd(ghz, port, payload, rps, seconds, args, out_json):
+    return [ghz, "--insecure", "--async", f"--rps={rps}", f"--duration={seconds}s",
+            f"--connections={args.connections}", f"--concurrency={args.concurrency}",
+            "--cpus=1", "--timeout=10s", "--call=arenarpc.echo.EchoService.Echo",
+            f"--binary-file={payload}", "--format=json", f"--output={out_json}",
+            f"127.0.0.1:{port}"]
+
+
+def run_mode(mode, args, ghz, payload, outdir):
+    server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
+    server = Server(args.server, mode, server_core, args.server_args)
+    try:
+        warm = os.path.join(outdir, f"ghz_{mode}_warmup.json")
+        subprocess.run(pin(load_core, ghz_cmd(ghz, server.port, payload, args.rps, args.warmup, args, warm)),
+                       check=True, capture_output=True)
+        samples = []  # (seconds since start, RSS MiB)
+        stop = threading.Event()
+        t0 = time.time()
+
+        def sample():
+            while not stop.is_set():
+                samples.append((time.time() - t0, status_kib(server.proc.pid, "VmRSS") / 1024.0))
+                stop.wait(0.1)
+
+        sampler = threading.Thread(target=sample)
+        cpu0 = cpu_seconds(server.proc.pid)
+        sampler.start()
+        report_path = os.path.join(outdir, f"ghz_{mode}.json")
+        cmd = pin(load_core, ghz_cmd(ghz, server.port, payload, args.rps, args.duration, args, report_path))
+        subprocess.run(cmd, check=True, capture_output=True)
+        cpu1 = cpu_seconds(server.proc.pid)
+        stop.set()
+        sampler.join()
+        peak_rss = status_kib(server.proc.pid, "VmHWM") / 1024.0
+    finally:
+        rc = server.stop()
+    with open(report_path) as f:
+        report = json.load(f)
+    details = report.get("details") or []
+    ok = sorted(d["latency"] / 1e6 for d in details if d.get("status") == "OK")  # ms
+    # ghz stops at --duration by closing its connections: calls still in
+    # flight then fail on the client side. Those are not server errors.
+    cut = [d for d in details if d.get("status") != "OK" and any(
+        m in (d.get("error") or "") for m in CUT_AT_END)]
+    errors = len(details) - len(ok) - len(cut)
+    requests = len(details) - len(cut)
+    steady = statistics.median(s[1] for s in samples) if samples else float("nan")
+    return {
+        "mode": mode, "rps_target": args.rps, "seconds": args.duration, "requests": requests,
+        "ok": len(ok), "errors": errors, "cut_at_end": len(cut),
+        "achieved_rps": report.get("rps", 0.0),
+        "p50_ms": percentile(ok, 50), "p90_ms": percentile(ok, 90),
+        "p99_ms": percentile(ok, 99), "p999_ms": percentile(ok, 99.9),
+        "cpu_seconds": cpu1 - cpu0, "cpu_us_per_request": (cpu1 - cpu0) / max(requests, 1) * 1e6,
+        "peak_rss_mib": peak_rss, "steady_rss_mib": steady, "rss_samples": samples,
+        "server_exit_code": rc, "ghz_command": " ".join(cmd),
+    }
+
+
+def well_formed(r):
+    """Complete results: calls made, none failed, ordered finite percentiles,
+    CPU and memory measured, server exited cleanly."""
+    import math
+    lat = [r["p50_ms"], r["p90_ms"], r["p99_ms"], r["p999_ms"]]
+    return (r["requests"] > 0 and r["errors"] == 0 and r["ok"] == r["requests"]
+            and all(math.isfinite(x) and x > 0 for x in lat) and lat == sorted(lat)
+            and r["cpu_seconds"] > 0 and r["peak_rss_mib"] > 0 and r["steady_rss_mib"] > 0
+            and len(r["rss_samples"]) > 0 and r["server_exit_code"] == 0)
+
+
+def table(results):
+    base = results[0]
+    lines = ["| mode | req | errors | p50 ms | p90 ms | p99 ms | p99.9 ms | CPU us/req | CPU vs heap | "
+             "p99 vs heap | peak RSS MiB | steady RSS MiB | RSS vs heap |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        lines.append(
+            f"| {r['mode']} | {r['requests']} | {r['errors']} | {r['p50_ms']:.2f} | {r['p90_ms']:.2f} | "
+            f"{r['p99_ms']:.2f} | {r['p999_ms']:.2f} | {r['cpu_us_per_request']:.0f} | "
+            f"{r['cpu_us_per_request'] / base['cpu_us_per_request']:.2f}x | "
+            f"{r['p99_ms'] / base['p99_ms']:.2f}x | {r['peak_rss_mib']:.0f} | {r['steady_rss_mib']:.0f} | "
+            f"{r['steady_rss_mib'] / base['steady_rss_mib']:.2f}x |")
+    return "\n".join(lines)
+
+
+def plot(results, outdir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    modes = [r["mode"] for r in results]
+    paths = []
+    fig, ax = plt.subplots(figsize=(7, 4))
+    keys = [("p50_ms", "p50"), ("p90_ms", "p90"), ("p99_ms", "p99"), ("p999_ms", "p99.9")]
+    width = 0.8 / len(modes)
+    for i, r in enumerate(results):
+        xs = [k + i * width for k in range(len(keys))]
+        ax.bar(xs, [r[k] for k, _ in keys], width, label=r["mode"])
+    ax.set_xticks([k + width * (len(modes) - 1) / 2 for k in range(len(keys))])
+    ax.set_xticklabels([n for _, n in keys])
+    ax.set_ylabel("latency, ms")
+    ax.set_title(f"Echo latency at {results[0]['rps_target']} req/s (ghz --async)")
+    ax.legend()
+    fig.tight_layout()
+    paths.append(os.path.join(outdir, "rpc_latency.png"))
+    fig.savefig(paths[-1], dpi=110)
+
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.bar(modes, [r["cpu_us_per_request"] for r in results], color=["C0", "C1", "C2"][:len(modes)])
+    ax.set_ylabel("server CPU, us per request")
+    ax.set_title("Server CPU per request")
+    fig.tight_layout()
+    paths.append(os.path.join(outdir, "rpc_cpu.png"))
+    fig.savefig(paths[-1], dpi=110)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for r in results:
+        ax.plot([s[0] for s in r["rss_samples"]], [s[1] for s in r["rss_samples"]], label=r["mode"])
+    ax.set_xlabel("seconds (measured window)")
+    ax.set_ylabel("server RSS, MiB")
+    ax.set_title("Server resident memory over time")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    paths.append(os.path.join(outdir, "rpc_rss.png"))
+    fig.savefig(paths[-1], dpi=110)
+    plt.close("all")
+    return paths
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    ap.add_argument("--server", help="arenarpc_echo_server binary")
+    ap.add_argument("--payload_tool", help="arenarpc_echo_payload binary")
+    ap.add_argument("--modes", default="heap,arena,reuse")
+    ap.add_argument("--rps", type=int, default=750)
+    ap.add_argument("--duration", type=int, default=20, help="measured seconds per mode")
+    ap.add_argument("--warmup", type=int, default=5, help="seconds per mode before measuring")
+    ap.add_argument("--scale", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--connections", type=int, default=4)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--server_args", default="", help="extra server flags, space separated")
+    ap.add_argument("--out", help="output directory (default out/rpc, docs with --full)")
+    ap.add_argument("--full", action="store_true", help="60 s per mode, writes docs/")
+    ap.add_argument("--smoke", action="store_true", help="a few seconds per mode at low rate")
+    ap.add_argument("--no_plot", action="store_true")
+    args = ap.parse_args()
+    if args.full:
+        args.duration, args.warmup = 60, 10
+    if args.smoke:
+        args.rps, args.duration, args.warmup, args.scale = 50, 3, 1, 10
+        args.connections, args.concurrency = 2, 8
+    args.server = args.server or os.path.join(args.build, "examples", "arenarpc_echo_server")
+    args.payload_tool = args.payload_tool or os.path.join(args.build, "examples", "arenarpc_echo_payload")
+    args.server_args = args.server_args.split()
+    outdir = args.out or (os.path.join(ROOT, "docs") if args.full else os.path.join(ROOT, "out", "rpc"))
+    os.makedirs(outdir, exist_ok=True)
+    raw = os.path.join(outdir, "raw") if args.full else outdir
+    os.makedirs(raw, exist_ok=True)
+    ghz = find_ghz()
+
+    payload = os.path.join(raw, f"echo_request_scale{args.scale}_seed{args.seed}.bin")
+    subprocess.run([args.payload_tool, f"--scale={args.scale}", f"--seed={args.seed}", f"--out={payload}"],
+                   check=True)
+    results = []
+    for mode in args.modes.split(","):
+        print(f"[rpc_bench] {mode}: {args.warmup}s warm-up + {args.duration}s at {args.rps} req/s",
+              file=sys.stderr, flush=True)
+        results.append(run_mode(mode, args, ghz, payload, raw))
+    size = os.path.getsize(payload)
+    header = (f"Echo of a {size} B request (scale {args.scale}), {args.rps} req/s for {args.duration} s "
+              f"per mode after {args.warmup} s warm-up, ghz --async, {args.connections} connections; "
+              f"server and ghz pinned to different cores. Ratios are vs heap in the same run.")
+    text = header + "\n\n" + table(results) + "\n"
+    print(text)
+    with open(os.path.join(outdir, "rpc_results.json"), "w") as f:
+        json.dump({"payload_bytes": size, "results": results}, f, indent=1)
+    with open(os.path.join(outdir, "rpc_results.md"), "w") as f:
+        f.write(text + "\nReplay one mode's load:\n\n```sh\n" + results[0]["ghz_command"] + "\n```\n")
+    if not args.no_plot:
+        paths = plot(results, outdir)
+        print("plots written to: " + ", ".join(os.path.relpath(p, ROOT) for p in paths))
+    bad = [r["mode"] for r in results if not well_formed(r)]
+    if bad:
+        print(f"[rpc_bench] incomplete results, errors or unclean exit in: {bad}", file=sys.stderr)
+        return 1
+    print(f"[rpc_bench] complete: {len(results)} modes, 0 errors")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+// arenarpc_echo_server: the echo service with a start-up allocation mode.
+//
+//   arenarpc_echo_server --port=0 --mode=arena      # prints "listening on N"
+//   grpcurl -plaintext -d '{"payload":["aGk="]}' 127.0.0.1:N \
+//       arenarpc.echo.EchoService/Echo
+//   grpcurl -plaintext 127.0.0.1:N grpc.health.v1.Health/Check
+//   ghz --insecure --call arenarpc.echo.EchoService.Echo -d '{}' 127.0.0.1:N
+//
+// Server reflection and the standard health service are on, so grpcurl and
+// ghz work without the .proto. SIGTERM or SIGINT shuts the server down
+// (calls in flight get --shutdown_grace_ms to finish), prints the stats in
+// Prometheus text format to stdout (--print_stats) and exits 0.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "arenarpc/grpc/stats.h"
+#include "echo_service.h"
+
+ABSL_FLAG(std::string, host, "127.0.0.1",
+          "address to listen on (0.0.0.0 or [::] for every interface)");
+ABSL_FLAG(int, port, 50051, "port to listen on; 0 picks a free port");
+ABSL_FLAG(std::string, mode, "arena",
+          "allocation mode of the Echo method: heap, arena or reuse");
+ABSL_FLAG(int, max_receive_bytes, 4 << 20, "largest request accepted");
+ABSL_FLAG(int, shutdown_grace_ms, 5000,
+          "on SIGTERM/SIGINT, time given to calls in flight");
+ABSL_FLAG(bool, print_stats, true,
+          "print arenarpc stats (Prometheus text) to stdout on exit");
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+
+  // Block the signals in every thread (gRPC's threads inherit the mask), and
+  // take them synchronously below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<arenarpc::AllocationMode> mode =
+      arenarpc::ParseAllocationMode(absl::GetFlag(FLAGS_mode));
+  if (!mode.ok()) {
+    std::fprintf(stderr, "%s\n", mode.status().ToString().c_str());
+    return 2;
+  }
+
+  arenarpc::echo::EchoServiceImpl service;
+  arenarpc::echo::InstallEchoServiceAllocators(&service, *mode);  // one line
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(
+      absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port)),
+      grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_bytes));
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::fprintf(stderr, "cannot listen on %s:%d\n",
+                 absl::GetFlag(FLAGS_host).c_str(), absl::GetFlag(FLAGS_port));
+    return 1;
+  }
+  std::fprintf(stderr, "mode %s (effective %s)\n",
+               std::string(arenarpc::AllocationModeName(*mode)).c_str(),
+               std::string(arenarpc::AllocationModeName(
+                               arenarpc::EffectiveAllocationMode(*mode)))
+                   .c_str());
+  std::printf("listening on %d\n", port);
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::fprintf(stderr, "signal %d: shutting down\n", signal_number);
+
+  server->Shutdown(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(
+                       absl::GetFlag(FLAGS_shutdown_grace_ms)));
+  service.Stop();
+  server->Wait();
+  if (absl::GetFlag(FLAGS_print_stats)) {
+    std::fputs(arenarpc::RenderPrometheusStats().c_str(), stdout);
+  }
+  std::fflush(stdout);
+  return 0;
+}

@@ -1,0 +1,152 @@
+// Pooled arenas for the messages of one gRPC stream.
+//
+// gRPC has no allocator hook for streaming methods: reactors pass their own
+// message pointers to StartRead()/StartWrite(). A StreamArena gives those
+// messages pooled arena memory that is recycled between messages:
+//
+//   class EchoStreamReactor : public grpc::ServerBidiReactor<Req, Resp> {
+//     void Next() {
+//       request_ = arena_.Make<Req>();     // the old one is released
+//       StartRead(request_.get());
+//     }
+//     void OnReadDone(bool ok) override {
+//       if (!ok) return Finish(grpc::Status::OK);
+//       response_ = arena_.Make<Resp>();
+//       Fill(*request_, response_.get());
+//       request_.reset();
+//       StartWrite(response_.get());       // valid until OnWriteDone
+//     }
+//     void OnWriteDone(bool ok) override {
+//       response_.reset();
+//       ok ? Next() : Finish(grpc::Status::OK);
+//     }
+//     void OnDone() override { delete this; }  // handles before arena_
+//     arenarpc::StreamArena arena_;
+//     arenarpc::StreamMessage<Req> request_;   // declared after arena_
+//     arenarpc::StreamMessage<Resp> response_;
+//   };
+//
+// How. Messages are made on the current "generation", a pooled ScopedArena,
+// and counted. When Make() finds the current generation with no live
+// message, that arena goes back to the pool and a fresh one is taken (so a
+// ping-pong stream reuses one arena's pages per message, "reset between
+// messages"); when the live messages overlap (a reader keeps one while a
+// writer makes another) and the current generation holds more than
+// `recycle_bytes`, a new generation starts and the old one is released when
+// its last message is. Memory is therefore bounded by the messages alive at
+// once, not by the length of the stream.
+//
+// Thread safety: Make() and dropping StreamMessages may happen concurrently
+// (a bidi reactor's OnReadDone and OnWriteDone can run on two threads); a
+// StreamMessage itself is not thread-safe.
+// Lifetime: every StreamMessage must be destroyed before its StreamArena
+// (checked); a message lives until its StreamMessage is destroyed or reset.
+#ifndef ARENARPC_GRPC_STREAM_H_
+#define ARENARPC_GRPC_STREAM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <utility>
+
+#include "arenarpc/arena.h"
+
+namespace arenarpc {
+
+class StreamArena;
+
+namespace internal {
+struct StreamGeneration;
+}  // namespace internal
+
+// A message made by a StreamArena; releases its hold on the arena when
+// destroyed or reset. Move-only.
+template <class T>
+class StreamMessage {
+ public:
+  StreamMessage() = default;
+  StreamMessage(StreamMessage&& o) noexcept
+      : owner_(std::exchange(o.owner_, nullptr)),
+        generation_(std::exchange(o.generation_, nullptr)),
+        message_(std::exchange(o.message_, nullptr)) {}
+  StreamMessage& operator=(StreamMessage&& o) noexcept {
+    if (this != &o) {
+      reset();
+      owner_ = std::exchange(o.owner_, nullptr);
+      generation_ = std::exchange(o.generation_, nullptr);
+      message_ = std::exchange(o.message_, nullptr);
+    }
+    return *this;
+  }
+  ~StreamMessage() { reset(); }
+
+  T* get() const { return message_; }
+  T* operator->() const { return message_; }
+  T& operator*() const { return *message_; }
+  explicit operator bool() const { return message_ != nullptr; }
+  void reset();
+
+ private:
+  friend class StreamArena;
+  StreamMessage(StreamArena* owner, internal::StreamGeneration* generation,
+                T* message)
+      : owner_(owner), generation_(generation), message_(message) {}
+
+  StreamArena* owner_ = nullptr;
+  internal::StreamGeneration* generation_ = nullptr;
+  T* message_ = nullptr;
+};
+
+class StreamArena {
+ public:
+  explicit StreamArena(size_t recycle_bytes = size_t{256} << 10);
+  ~StreamArena();
+  StreamArena(const StreamArena&) = delete;
+  StreamArena& operator=(const StreamArena&) = delete;
+
+  template <class T, class... Args>
+  StreamMessage<T> Make(Args&&... args);
+
+  struct Stats {
+    uint64_t messages = 0;     // made so far
+    uint64_t generations = 0;  // arenas used so far
+    uint64_t live_messages = 0;
+    uint64_t live_generations = 0;
+  };
+  Stats GetStats() const;
+
+ private:
+  template <class T>
+  friend class StreamMessage;
+  // Under mu_: the generation to make a message on (rotated if needed),
+  // with its count already taken.
+  internal::StreamGeneration* Acquire();
+  ScopedArena& ArenaOf(internal::StreamGeneration* generation);
+  void Unref(internal::StreamGeneration* generation);
+
+  const size_t recycle_bytes_;
+  mutable std::mutex mu_;
+  internal::StreamGeneration* current_ = nullptr;  // guarded by mu_
+  Stats stats_;                                    // guarded by mu_
+};
+
+template <class T, class... Args>
+StreamMessage<T> StreamArena::Make(Args&&... args) {
+  internal::StreamGeneration* g = Acquire();
+  // ScopedArena::Create is thread-safe; the generation cannot go away: we
+  // hold a count on it.
+  T* message = ArenaOf(g).template Create<T>(std::forward<Args>(args)...);
+  return StreamMessage<T>(this, g, message);
+}
+
+template <class T>
+void StreamMessage<T>::reset() {
+  if (generation_ != nullptr) owner_->Unref(generation_);
+  owner_ = nullptr;
+  generation_ = nullptr;
+  message_ = nullptr;
+}
+
+}  // namespace arenarpc
+
+#endif  // ARENARPC_GRPC_STREAM_H_

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The installed server binary, end to end on 127.0.0.1: starts
+# arenarpc_echo_server --port=0 --mode=MODE, waits for "listening on N",
+# runs the client (unary calls, a stream, health check and reflection
+# listing), sends SIGTERM and expects a clean exit with the calls counted.
+# usage: echo_server_smoke.sh SERVER CLIENT MODE
+set -euo pipefail
+server=$1 client=$2 mode=$3
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+"$server" --port=0 --mode="$mode" >"$out" 2>"$err" &
+pid=$!
+port=
+for _ in $(seq 1 600); do   # up to 60 s (sanitized builds start slowly)
+  port=$(sed -n 's/^listening on \([0-9][0-9]*\)$/\1/p' "$out")
+  [ -n "$port" ] && break
+  kill -0 "$pid" 2>/dev/null || { cat "$err"; echo "server died"; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { kill "$pid"; echo "server did not listen"; exit 1; }
+
+rc=0
+"$client" --target="127.0.0.1:$port" --calls=50 --concurrency=8 --scale=20 \
+  --stream_messages=5 --check_health --check_reflection || rc=$?
+
+kill -TERM "$pid"
+wait "$pid" || { echo "server exit status $?"; cat "$err"; exit 1; }
+[ "$rc" -eq 0 ] || { echo "client failed: $rc"; exit 1; }
+grep -q "^arenarpc_grpc_calls_total{mode=\"$mode\"} 50$" "$out" ||
+  { echo "calls not counted:"; grep calls_total "$out"; exit 1; }
+echo "smoke ok ($mode)"

@@ -1,0 +1,85 @@
+// Helpers of the gRPC tests: an echo server on 127.0.0.1 with a mode, and
+// waiting (bounded) for asynchronous releases.
+#ifndef ARENARPC_TESTS_GRPC_GRPC_TEST_UTIL_H_
+#define ARENARPC_TESTS_GRPC_GRPC_TEST_UTIL_H_
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "arenarpc/grpc/stats.h"
+#include "echo_service.h"
+
+namespace arenarpc::testing {
+
+// Polls `done` until it holds or `limit` passed. gRPC releases a call's
+// messages after the client saw its status, so tests wait for counters
+// instead of reading them at once. Not a timing assertion: the limit only
+// bounds a hang.
+inline bool WaitFor(const std::function<bool()>& done,
+                    std::chrono::seconds limit = std::chrono::seconds(30)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+inline uint64_t InFlight(AllocationMode mode) {
+  return GetGrpcStats().modes[static_cast<int>(mode)].in_flight;
+}
+inline uint64_t Calls(AllocationMode mode) {
+  return GetGrpcStats().modes[static_cast<int>(mode)].calls;
+}
+
+// Echo server on 127.0.0.1, a free port, with `mode` installed.
+class EchoServer {
+ public:
+  explicit EchoServer(AllocationMode mode, int max_receive_bytes = 4 << 20) {
+    EXPECT_EQ(echo::InstallEchoServiceAllocators(&service_, mode), 1);
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port_);
+    builder.SetMaxReceiveMessageSize(max_receive_bytes);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    EXPECT_NE(server_, nullptr);
+    EXPECT_NE(port_, 0);
+  }
+  ~EchoServer() { Shutdown(std::chrono::milliseconds(0)); }
+
+  // Shuts down (calls in flight get `grace`), then stops the finisher.
+  void Shutdown(std::chrono::milliseconds grace) {
+    if (server_ == nullptr) return;
+    server_->Shutdown(std::chrono::system_clock::now() + grace);
+    service_.Stop();
+    server_->Wait();
+    server_.reset();
+  }
+
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::shared_ptr<grpc::Channel> NewChannel() const {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(64 << 20);
+    args.SetMaxSendMessageSize(64 << 20);
+    // A connection of its own (not shared with other channels).
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    return grpc::CreateCustomChannel(target(), grpc::InsecureChannelCredentials(),
+                                     args);
+  }
+
+ private:
+  echo::EchoServiceImpl service_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+}  // namespace arenarpc::testing
+
+#endif  // ARENARPC_TESTS_GRPC_GRPC_TEST_UTIL_H_

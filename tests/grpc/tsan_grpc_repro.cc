@@ -1,0 +1,27 @@
+// Minimal reproduction: plain gRPC (no arenarpc code) under gcc TSan with
+// Debian 12's uninstrumented libgrpc/libabsl reports data races inside
+// those libraries. See docs/GRPC.md, "TSan". Not built by CMake:
+//
+//   g++ -std=c++20 -O1 -g -fsanitize=thread tests/grpc/tsan_grpc_repro.cc \
+//       $(pkg-config --cflags --libs grpc++) -o /tmp/tsan_grpc_repro
+//   setarch $(uname -m) -R /tmp/tsan_grpc_repro
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/grpcpp.h>
+
+#include <cstdio>
+#include <memory>
+
+int main() {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                     grpc::InsecureChannelCredentials());
+  bool connected = channel->WaitForConnected(
+      std::chrono::system_clock::now() + std::chrono::seconds(10));
+  std::printf("connected=%d\n", connected);
+  server->Shutdown();
+  return 0;
+}

@@ -1,0 +1,299 @@
+// arenarpc::grpc without a server: allocators and FreeRequest() in each
+// mode, the install helpers, stats and their Prometheus rendering, the
+// client call scope and the stream arena.
+#include <google/protobuf/arena.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "arenarpc/grpc/client.h"
+#include "arenarpc/grpc/server.h"
+#include "arenarpc/grpc/stats.h"
+#include "arenarpc/grpc/stream.h"
+#include "echo_service.h"
+#include "grpc/grpc_test_util.h"
+
+namespace arenarpc {
+namespace {
+
+using echo::EchoRequest;
+using echo::EchoResponse;
+using testing::Calls;
+using testing::InFlight;
+
+TEST(AllocationModeTest, ParsesAndNames) {
+  for (AllocationMode m : {AllocationMode::kHeap, AllocationMode::kArena,
+                           AllocationMode::kReuse}) {
+    absl::StatusOr<AllocationMode> parsed =
+        ParseAllocationMode(AllocationModeName(m));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, m);
+    EXPECT_EQ(EffectiveAllocationMode(m), m);  // no kill switch here
+  }
+  EXPECT_FALSE(ParseAllocationMode("Arena").ok());
+  EXPECT_FALSE(ParseAllocationMode("").ok());
+  EXPECT_FALSE(ArenasDisabled());
+}
+
+class AllocatorTest : public ::testing::TestWithParam<AllocationMode> {};
+
+TEST_P(AllocatorTest, HolderLifecycleAndFreeRequest) {
+  const AllocationMode mode = GetParam();
+  auto* allocator = GetMessageAllocator<EchoRequest, EchoResponse>(mode);
+  ASSERT_NE(allocator, nullptr);
+  EXPECT_EQ(allocator, (GetMessageAllocator<EchoRequest, EchoResponse>(mode)));
+  const GrpcModeStats before = GetGrpcStats().modes[static_cast<int>(mode)];
+  const MessagePoolStats req_pool = SharedMessagePool<EchoRequest>().Stats();
+
+  auto* holder = allocator->AllocateMessages();
+  ASSERT_NE(holder->request(), nullptr);
+  ASSERT_NE(holder->response(), nullptr);
+  EXPECT_EQ(InFlight(mode), before.in_flight + 1);
+  if (mode == AllocationMode::kArena) {
+    ASSERT_NE(holder->request()->GetArena(), nullptr);
+    ASSERT_NE(holder->response()->GetArena(), nullptr);
+    // Two arenas: FreeRequest() can give the request's pages back.
+    EXPECT_NE(holder->request()->GetArena(), holder->response()->GetArena());
+  } else {
+    EXPECT_EQ(holder->request()->GetArena(), nullptr);
+    EXPECT_EQ(holder->response()->GetArena(), nullptr);
+  }
+  if (mode == AllocationMode::kReuse) {
+    EXPECT_EQ(SharedMessagePool<EchoRequest>().Stats().in_use,
+              req_pool.in_use + 1);
+  }
+  echo::BuildEchoRequest(20, 1, holder->request());
+  holder->response()->mutable_payload()->CopyFrom(holder->request()->payload());
+
+  holder->FreeRequest();
+  EXPECT_EQ(holder->request(), nullptr);
+  holder->FreeRequest();  // twice is harmless
+  if (mode == AllocationMode::kReuse) {
+    EXPECT_EQ(SharedMessagePool<EchoRequest>().Stats().in_use, req_pool.in_use);
+  }
+  EXPECT_EQ(holder->response()->payload_size(), 200);
+  holder->Release();
+
+  const GrpcModeStats after = GetGrpcStats().modes[static_cast<int>(mode)];
+  EXPECT_EQ(after.calls, before.calls + 1);
+  EXPECT_EQ(after.in_flight, before.in_flight);
+  EXPECT_EQ(after.free_request_calls, before.free_request_calls + 1);
+  if (mode == AllocationMode::kArena) {
+    EXPECT_GT(after.arena_bytes_sum, before.arena_bytes_sum);
+    EXPECT_GT(after.arena_bytes_p50, 0u);
+  }
+}
+
+TEST_P(AllocatorTest, ReleaseWithoutFreeRequest) {
+  const AllocationMode mode = GetParam();
+  auto* allocator = GetMessageAllocator<EchoRequest, EchoResponse>(mode);
+  const uint64_t in_flight = InFlight(mode);
+  const uint64_t pool_in_use = SharedMessagePool<EchoResponse>().Stats().in_use;
+  for (int i = 0; i < 50; ++i) {
+    auto* holder = allocator->AllocateMessages();
+    // A message left by a previous call never shows through.
+    EXPECT_EQ(holder->request()->ByteSizeLong(), 0u);
+    EXPECT_EQ(holder->response()->ByteSizeLong(), 0u);
+    echo::BuildEchoRequest(2, i, holder->request());
+    holder->response()->add_payload("x");
+    holder->Release();
+  }
+  EXPECT_EQ(InFlight(mode), in_flight);
+  EXPECT_EQ(SharedMessagePool<EchoResponse>().Stats().in_use, pool_in_use);
+  if (mode == AllocationMode::kReuse) {
+    EXPECT_GT(GetGrpcStats().reuse_hits, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, AllocatorTest,
+                         ::testing::Values(AllocationMode::kHeap,
+                                           AllocationMode::kArena,
+                                           AllocationMode::kReuse),
+                         [](const auto& info) {
+                           return std::string(AllocationModeName(info.param));
+                         });
+
+TEST(InstallTest, PluginAndTemplateInstallTheSameAllocator) {
+  echo::EchoServiceImpl a;
+  EXPECT_EQ(echo::InstallEchoServiceAllocators(&a, AllocationMode::kArena), 1);
+  echo::EchoServiceImpl b;
+  EXPECT_EQ(InstallMessageAllocators(
+                &b, AllocationMode::kReuse,
+                &echo::EchoService::CallbackService::SetMessageAllocatorFor_Echo),
+            1);
+  // A service with the unary method on the sync API: nothing to install.
+  class SyncOnly : public echo::EchoService::Service {};
+  SyncOnly sync;
+  EXPECT_EQ(echo::InstallEchoServiceAllocators(&sync, AllocationMode::kArena), 0);
+}
+
+// Prometheus text format 0.0.4: every family has HELP and TYPE before its
+// samples, sample lines are `name{labels} value`, histograms are cumulative.
+TEST(PrometheusTest, RendersEveryFamilyWellFormed) {
+  // Make sure there is something in each section.
+  auto* holder = GetMessageAllocator<EchoRequest, EchoResponse>(
+                     AllocationMode::kArena)
+                     ->AllocateMessages();
+  echo::BuildEchoRequest(5, 1, holder->request());
+  holder->Release();
+  static MessagePool<echo::Item> items;
+  RegisterMessagePoolStats("test.Items \"quoted\"", &items);
+  { auto item = items.Acquire(); }
+
+  const std::string text = RenderPrometheusStats();
+  std::istringstream in(text);
+  std::string line;
+  std::set<std::string> typed;
+  std::string current;
+  const std::regex sample(
+      R"(^([a-z_]+)(\{[a-z_]+="([^"\\]|\\.)*"(,[a-z_]+="([^"\\]|\\.)*")*\})? [0-9]+$)");
+  std::vector<uint64_t> buckets;
+  uint64_t count = 0;
+  int samples = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("# HELP ", 0) == 0) continue;
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::istringstream t(line.substr(7));
+      std::string type;
+      t >> current >> type;
+      EXPECT_TRUE(typed.insert(current).second) << "TYPE twice: " << current;
+      EXPECT_TRUE(type == "counter" || type == "gauge" || type == "histogram")
+          << line;
+      continue;
+    }
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, sample)) << line;
+    ++samples;
+    const std::string name = m[1];
+    EXPECT_EQ(name.rfind(current, 0), 0u) << name << " outside " << current;
+    const uint64_t value = std::stoull(line.substr(line.rfind(' ') + 1));
+    if (name == "arenarpc_grpc_arena_bytes_per_call_bucket") {
+      if (!buckets.empty()) EXPECT_GE(value, buckets.back());
+      buckets.push_back(value);
+    }
+    if (name == "arenarpc_grpc_arena_bytes_per_call_count") count = value;
+  }
+  EXPECT_GT(samples, 30);
+  EXPECT_EQ(buckets.size(), static_cast<size_t>(kArenaBytesBuckets));
+  ASSERT_FALSE(buckets.empty());
+  EXPECT_EQ(buckets.back(), count);
+  EXPECT_GE(count, 1u);
+  for (const char* family :
+       {"arenarpc_page_pool_pages_in_use", "arenarpc_arena_acquired_total",
+        "arenarpc_message_pool_reuse_hits_total", "arenarpc_grpc_calls_total",
+        "arenarpc_grpc_arena_bytes_per_call", "arenarpc_grpc_reuse_hits_total",
+        "arenarpc_grpc_reuse_evictions_total"}) {
+    EXPECT_TRUE(typed.count(family)) << family;
+  }
+  EXPECT_NE(text.find("pool=\"test.Items \\\"quoted\\\"\""), std::string::npos);
+  EXPECT_NE(text.find("arenarpc_grpc_calls_total{mode=\"arena\"}"),
+            std::string::npos);
+}
+
+TEST(ClientCallTest, ArenaCallFreesEverythingAfterCallback) {
+  const ArenaStats before = GetArenaStats();
+  bool ran = false;
+  std::function<void(grpc::Status)> callback;
+  {
+    ClientCall<EchoRequest, EchoResponse> call;
+    ASSERT_NE(call.arena(), nullptr);
+    EXPECT_EQ(call.request()->GetArena(), call.arena());
+    EXPECT_EQ(call.response()->GetArena(), call.arena());
+    echo::BuildEchoRequest(3, 1, call.request());
+    EchoResponse* response = call.response();
+    callback = call.Then([&ran, response](const grpc::Status& s, EchoResponse* r) {
+      EXPECT_TRUE(s.ok());
+      EXPECT_EQ(r, response);
+      EXPECT_EQ(r->payload_size(), 1);
+      ran = true;
+    });
+    response->add_payload("still alive after the scope ended");
+  }
+  EXPECT_EQ(GetArenaStats().arenas_acquired, before.arenas_acquired + 1);
+  callback(grpc::Status::OK);  // as gRPC would, on its thread
+  EXPECT_TRUE(ran);
+}
+
+TEST(ClientCallTest, PooledCallReturnsMessagesAfterCallbackOrWhenDropped) {
+  MessagePool<EchoRequest> requests;
+  MessagePool<EchoResponse> responses;
+  std::function<void(grpc::Status)> callback;
+  {
+    ClientCall<EchoRequest, EchoResponse> call(requests, responses);
+    EXPECT_EQ(call.arena(), nullptr);
+    call.request()->add_payload("a");
+    callback = call.Then([](const grpc::Status&, EchoResponse*) {});
+  }
+  EXPECT_EQ(requests.Stats().in_use, 1u);
+  callback(grpc::Status(grpc::StatusCode::CANCELLED, ""));
+  EXPECT_EQ(requests.Stats().in_use, 0u);
+  EXPECT_EQ(responses.Stats().in_use, 0u);
+  {
+    ClientCall<EchoRequest, EchoResponse> call(requests, responses);
+    callback = call.Then([](const grpc::Status&, EchoResponse*) {
+      ADD_FAILURE() << "never called";
+    });
+  }
+  callback = nullptr;  // gRPC dropped it unrun: still released
+  EXPECT_EQ(requests.Stats().in_use, 0u);
+  {
+    ClientCall<EchoRequest, EchoResponse> call(requests, responses);
+  }  // never started: released with the scope
+  EXPECT_EQ(responses.Stats().in_use, 0u);
+}
+
+TEST(StreamArenaTest, PingPongRecyclesBetweenMessages) {
+  StreamArena arena;
+  for (int i = 0; i < 20; ++i) {
+    StreamMessage<EchoRequest> request = arena.Make<EchoRequest>();
+    echo::BuildEchoRequest(5, i, request.get());
+    StreamMessage<EchoResponse> response = arena.Make<EchoResponse>();
+    response->mutable_payload()->CopyFrom(request->payload());
+    request.reset();
+    EXPECT_EQ(response->payload_size(), 50);
+  }
+  const StreamArena::Stats s = arena.GetStats();
+  EXPECT_EQ(s.messages, 40u);
+  EXPECT_EQ(s.generations, 20u);  // a fresh arena per exchange
+  EXPECT_EQ(s.live_messages, 0u);
+  EXPECT_LE(s.live_generations, 1u);
+}
+
+TEST(StreamArenaTest, OverlappingMessagesRotateAtTheThreshold) {
+  StreamArena arena(/*recycle_bytes=*/64 << 10);
+  StreamMessage<EchoRequest> kept = arena.Make<EchoRequest>();  // never freed
+  echo::BuildEchoRequest(10, 0, kept.get());
+  std::vector<StreamMessage<EchoRequest>> window;
+  for (int i = 0; i < 200; ++i) {
+    window.push_back(arena.Make<EchoRequest>());
+    echo::BuildEchoRequest(5, i, window.back().get());
+    if (window.size() > 2) window.erase(window.begin());
+  }
+  const StreamArena::Stats s = arena.GetStats();
+  EXPECT_GT(s.generations, 5u);
+  EXPECT_LE(s.live_generations, 4u);  // bounded by what is alive
+  EXPECT_EQ(s.live_messages, 3u);
+  EXPECT_EQ(kept->payload_size(), 100);  // the old generation is still there
+  std::string why;
+  EchoRequest expected;
+  echo::BuildEchoRequest(10, 0, &expected);
+  EXPECT_EQ(kept->SerializeAsString(), expected.SerializeAsString());
+}
+
+TEST(StreamArenaDeathTest, DestroyedWithLiveMessagesAborts) {
+  EXPECT_DEATH(
+      {
+        auto* arena = new StreamArena();
+        auto* leaked = new StreamMessage<EchoRequest>(arena->Make<EchoRequest>());
+        (void)leaked;
+        delete arena;
+      },
+      "live messages");
+}
+
+}  // namespace
+}  // namespace arenarpc
