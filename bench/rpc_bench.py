@@ -107,11 +107,31 @@ def ghz_cmd(ghz, port, payload, rps, seconds, args, out_json):
             f"127.0.0.1:{port}"]
 
 
-def run_mode(mode, args, ghz, payload, outdir):
+def combine(rounds):
+    """Median of each figure over rounds; counts are summed."""
+    out = dict(rounds[0])
+    for key in ["p50_ms", "p90_ms", "p99_ms", "p999_ms", "cpu_us_per_request", "steady_rss_mib",
+                "achieved_rps"]:
+        out[key] = statistics.median(r[key] for r in rounds)
+    for key in ["requests", "ok", "errors", "cut_at_end"]:
+        out[key] = sum(r[key] for r in rounds)
+    out["cpu_seconds"] = sum(r["cpu_seconds"] for r in rounds)
+    out["peak_rss_mib"] = max(r["peak_rss_mib"] for r in rounds)
+    out["server_exit_code"] = max(abs(r["server_exit_code"]) for r in rounds)
+    out["rounds"] = [{k: v for k, v in r.items() if k != "rss_samples"} for r in rounds]
+    samples, offset = [], 0.0  # the rounds' windows, end to end
+    for r in rounds:
+        samples += [(t + offset, v) for t, v in r["rss_samples"]]
+        offset = samples[-1][0] if samples else offset
+    out["rss_samples"] = samples
+    return out
+
+
+def run_mode(mode, args, ghz, payload, outdir, tag):
     server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
     server = Server(args.server, mode, server_core, args.server_args)
     try:
-        warm = os.path.join(outdir, f"ghz_{mode}_warmup.json")
+        warm = os.path.join(outdir, f"ghz_{tag}_warmup.json")
         subprocess.run(pin(load_core, ghz_cmd(ghz, server.port, payload, args.rps, args.warmup, args, warm)),
                        check=True, capture_output=True)
         samples = []  # (seconds since start, RSS MiB)
@@ -126,7 +146,7 @@ def run_mode(mode, args, ghz, payload, outdir):
         sampler = threading.Thread(target=sample)
         cpu0 = cpu_seconds(server.proc.pid)
         sampler.start()
-        report_path = os.path.join(outdir, f"ghz_{mode}.json")
+        report_path = os.path.join(outdir, f"ghz_{tag}.json")
         cmd = pin(load_core, ghz_cmd(ghz, server.port, payload, args.rps, args.duration, args, report_path))
         subprocess.run(cmd, check=True, capture_output=True)
         cpu1 = cpu_seconds(server.proc.pid)
@@ -216,7 +236,7 @@ def plot(results, outdir):
     fig, ax = plt.subplots(figsize=(7, 4))
     for r in results:
         ax.plot([s[0] for s in r["rss_samples"]], [s[1] for s in r["rss_samples"]], label=r["mode"])
-    ax.set_xlabel("seconds (measured window)")
+    ax.set_xlabel("seconds (measured windows of all rounds, end to end)")
     ax.set_ylabel("server RSS, MiB")
     ax.set_title("Server resident memory over time")
     ax.legend()
@@ -234,8 +254,10 @@ def main():
     ap.add_argument("--server", help="arenarpc_echo_server binary")
     ap.add_argument("--payload_tool", help="arenarpc_echo_payload binary")
     ap.add_argument("--modes", default="heap,arena,reuse")
-    ap.add_argument("--rps", type=int, default=750)
-    ap.add_argument("--duration", type=int, default=20, help="measured seconds per mode")
+    ap.add_argument("--rps", type=int, default=60,
+                    help="fixed request rate; 60 keeps the heap server near 25%% of its core here")
+    ap.add_argument("--duration", type=int, default=20, help="measured seconds per mode and round")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians reported")
     ap.add_argument("--warmup", type=int, default=5, help="seconds per mode before measuring")
     ap.add_argument("--scale", type=int, default=100)
     ap.add_argument("--seed", type=int, default=7)
@@ -248,9 +270,9 @@ def main():
     ap.add_argument("--no_plot", action="store_true")
     args = ap.parse_args()
     if args.full:
-        args.duration, args.warmup = 60, 10
+        args.duration, args.warmup, args.rounds = 20, 5, 5
     if args.smoke:
-        args.rps, args.duration, args.warmup, args.scale = 50, 3, 1, 10
+        args.rps, args.duration, args.warmup, args.scale, args.rounds = 50, 3, 1, 10, 1
         args.connections, args.concurrency = 2, 8
     args.server = args.server or os.path.join(args.build, "examples", "arenarpc_echo_server")
     args.payload_tool = args.payload_tool or os.path.join(args.build, "examples", "arenarpc_echo_payload")
@@ -264,15 +286,21 @@ def main():
     payload = os.path.join(raw, f"echo_request_scale{args.scale}_seed{args.seed}.bin")
     subprocess.run([args.payload_tool, f"--scale={args.scale}", f"--seed={args.seed}", f"--out={payload}"],
                    check=True)
-    results = []
-    for mode in args.modes.split(","):
-        print(f"[rpc_bench] {mode}: {args.warmup}s warm-up + {args.duration}s at {args.rps} req/s",
-              file=sys.stderr, flush=True)
-        results.append(run_mode(mode, args, ghz, payload, raw))
+    # Rounds interleave the modes, so that a slow spell of this shared
+    # machine hits every mode alike; each figure is the median over rounds.
+    modes = args.modes.split(",")
+    per_round = {m: [] for m in modes}
+    for r in range(args.rounds):
+        for mode in modes:
+            print(f"[rpc_bench] round {r + 1}/{args.rounds} {mode}: {args.warmup}s warm-up + "
+                  f"{args.duration}s at {args.rps} req/s", file=sys.stderr, flush=True)
+            per_round[mode].append(run_mode(mode, args, ghz, payload, raw, tag=f"{mode}_r{r + 1}"))
+    results = [combine(per_round[m]) for m in modes]
     size = os.path.getsize(payload)
-    header = (f"Echo of a {size} B request (scale {args.scale}), {args.rps} req/s for {args.duration} s "
-              f"per mode after {args.warmup} s warm-up, ghz --async, {args.connections} connections; "
-              f"server and ghz pinned to different cores. Ratios are vs heap in the same run.")
+    header = (f"Echo of a {size} B request (scale {args.scale}), {args.rps} req/s, {args.rounds} rounds x "
+              f"{args.duration} s per mode (modes interleaved, each after {args.warmup} s warm-up), "
+              f"ghz --async, {args.connections} connections; server and ghz pinned to different "
+              f"cores. Figures are medians over rounds (peak RSS: max); ratios are vs heap.")
     text = header + "\n\n" + table(results) + "\n"
     print(text)
     with open(os.path.join(outdir, "rpc_results.json"), "w") as f:

@@ -86,6 +86,10 @@ void DeleteStash(std::vector<Stashed>& stash) {
 // clears m. Everything kept is cleared, with its capacity.
 void Detach(Message* m, const MessagePoolCore::Plan::Node& plan,
             std::vector<Stashed>& stash) {
+  if (plan.fields.empty()) {  // the common case: no reflection call at all
+    m->Clear();
+    return;
+  }
   const Reflection* r = m->GetReflection();
   for (const auto& f : plan.fields) {
     if (!r->HasField(*m, f.field)) continue;

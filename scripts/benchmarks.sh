@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Regenerates every figure in docs/ (see docs/BENCHMARKS.md). Takes about
+# 20 minutes on 2 cores; run it on an otherwise idle machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DARENARPC_BUILD_TESTS=OFF > /dev/null
+cmake --build build/release -j "$(nproc)"
+
+b=build/release/bench
+{
+  echo "# tRPC build benchmark ($(date -u +%F))"
+  $b/trpc_build_bench --label=glibc --reps=5
+  $b/trpc_build_bench_tcmalloc --label=tcmalloc --reps=5
+} | tee docs/trpc_build_results.md
+$b/page_pool_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  | tee docs/page_pool_bench.txt
+/usr/bin/python3 bench/reuse_skew.py --bin $b/reuse_skew_bench --out docs
+/usr/bin/python3 bench/object_pool_compare.py --build-dir build/release \
+  | tee docs/object_pool_results.md
+/usr/bin/python3 bench/rpc_bench.py --build build/release --full
