@@ -23,6 +23,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -131,7 +132,7 @@ def run_mode(mode, args, ghz, payload, outdir, tag):
     server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
     server = Server(args.server, mode, server_core, args.server_args)
     try:
-        warm = os.path.join(outdir, f"ghz_{tag}_warmup.json")
+        warm = os.path.join(tempfile.gettempdir(), f"arenarpc_ghz_{os.getpid()}_warmup.json")
         subprocess.run(pin(load_core, ghz_cmd(ghz, server.port, payload, args.rps, args.warmup, args, warm)),
                        check=True, capture_output=True)
         samples = []  # (seconds since start, RSS MiB)
