@@ -385,7 +385,7 @@ void MessagePoolCore::Observe(size_t size) {
   bound = std::max(bound, options_.min_bound_bytes);
   bound = std::min(bound, options_.hard_cap_bytes);
   bound_.store(bound, std::memory_order_relaxed);
-  if (n % 4096 == 0) {  // decay: recent sizes weigh more
+  if (n % 1024 == 0) {  // decay: recent sizes weigh more
     for (auto& h : histogram_) h.store(h.load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
   }
 }

@@ -127,7 +127,8 @@ class MessagePoolCore {
   std::unique_ptr<Cache> cache_;
 
   // Recent sizes (one return in kSampleEvery per thread): counts per
-  // power-of-two bucket, halved every 4096 samples.
+  // power-of-two bucket, halved every 1024 samples (so the bound follows a
+  // shift of the traffic within a few thousand returns).
   static constexpr uint32_t kSampleEvery = 4;
   static constexpr int kBuckets = 40;
   std::atomic<uint32_t> histogram_[kBuckets] = {};
