@@ -109,13 +109,8 @@ TEST_P(AllocatorTest, ReleaseWithoutFreeRequest) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, AllocatorTest,
-                         ::testing::Values(AllocationMode::kHeap,
-                                           AllocationMode::kArena,
-                                           AllocationMode::kReuse),
-                         [](const auto& info) {
-                           return std::string(AllocationModeName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Modes, AllocatorTest, testing::AllModes(),
+                         testing::ModeTestName);
 
 TEST(InstallTest, PluginAndTemplateInstallTheSameAllocator) {
   echo::EchoServiceImpl a;

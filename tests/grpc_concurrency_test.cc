@@ -76,13 +76,8 @@ TEST_P(ConcurrencyTest, SixtyFourClientsVerified) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, ConcurrencyTest,
-                         ::testing::Values(AllocationMode::kHeap,
-                                           AllocationMode::kArena,
-                                           AllocationMode::kReuse),
-                         [](const auto& info) {
-                           return std::string(AllocationModeName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Modes, ConcurrencyTest, testing::AllModes(),
+                         testing::ModeTestName);
 
 }  // namespace
 }  // namespace arenarpc

@@ -286,13 +286,8 @@ TEST_P(EchoE2eTest, BidiStreamOnAStreamArena) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, EchoE2eTest,
-                         ::testing::Values(AllocationMode::kHeap,
-                                           AllocationMode::kArena,
-                                           AllocationMode::kReuse),
-                         [](const auto& info) {
-                           return std::string(AllocationModeName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Modes, EchoE2eTest, testing::AllModes(),
+                         testing::ModeTestName);
 
 }  // namespace
 }  // namespace arenarpc

@@ -88,7 +88,7 @@ class ObjectPool {
 
  public:
   explicit ObjectPool(const ObjectPoolOptions& options = {})
-      : pool_(sizeof(T), alignof(T), ToInternal(options)) {}
+      : pool_(sizeof(T), alignof(T), options) {}
   // Unmaps all memory; see "Lifetime" above.
   ~ObjectPool() = default;
   ObjectPool(const ObjectPool&) = delete;
@@ -151,14 +151,6 @@ class ObjectPool {
   size_t objects_per_block() const { return pool_.slots_per_block(); }
 
  private:
-  static internal::FixedPoolOptions ToInternal(const ObjectPoolOptions& o) {
-    internal::FixedPoolOptions f;
-    f.block_size = o.block_size;
-    f.magazine_size = o.magazine_size;
-    f.max_empty_magazines = o.max_empty_magazines;
-    f.depot_shards = o.depot_shards;
-    return f;
-  }
   [[noreturn]] static void OutOfMemory() {
 #if defined(__cpp_exceptions)
     throw std::bad_alloc();

@@ -1,5 +1,7 @@
 #include "arenarpc/internal/fixed_pool.h"
 
+#include "arenarpc/object_pool.h"  // ObjectPoolOptions
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -32,7 +34,7 @@ struct FixedPool::BlockHeader {
 };
 
 FixedPool::FixedPool(size_t slot_size, size_t slot_align,
-                     const FixedPoolOptions& options)
+                     const ObjectPoolOptions& options)
     : magazine_size_(options.magazine_size),
       key_(ThreadSlots::Register(this)) {
   ARENARPC_CHECK(slot_align != 0 && (slot_align & (slot_align - 1)) == 0 &&

@@ -17,6 +17,17 @@
 
 namespace arenarpc::testing {
 
+// For INSTANTIATE_TEST_SUITE_P over every allocation mode, named by mode:
+//   INSTANTIATE_TEST_SUITE_P(Modes, MyTest, AllModes(), ModeTestName);
+inline auto AllModes() {
+  return ::testing::Values(AllocationMode::kHeap, AllocationMode::kArena,
+                           AllocationMode::kReuse);
+}
+inline std::string ModeTestName(
+    const ::testing::TestParamInfo<AllocationMode>& info) {
+  return std::string(AllocationModeName(info.param));
+}
+
 // Polls `done` until it holds or `limit` passed. gRPC releases a call's
 // messages after the client saw its status, so tests wait for counters
 // instead of reading them at once. Not a timing assertion: the limit only

@@ -42,18 +42,11 @@
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/thread_slots.h"
 
-namespace arenarpc::internal {
+namespace arenarpc {
+struct ObjectPoolOptions;  // documented in arenarpc/object_pool.h
+}  // namespace arenarpc
 
-struct FixedPoolOptions {
-  // Bytes per block, a power of two >= 64 KiB; raised to fit 16 slots.
-  size_t block_size = size_t{256} << 10;
-  // Slot pointers per magazine; a thread caches at most two magazines.
-  uint32_t magazine_size = 256;
-  // Empty magazines the depot keeps for reuse (the rest are freed).
-  uint32_t max_empty_magazines = 256;
-  // Depot shards; 0: twice the hardware threads, in [4, 64].
-  uint32_t depot_shards = 0;
-};
+namespace arenarpc::internal {
 
 struct FixedPoolStats {
   size_t slot_size = 0;          // the stride: bytes one object occupies
@@ -68,7 +61,7 @@ struct FixedPoolStats {
 class FixedPool final : private ThreadSlots::Owner {
  public:
   FixedPool(size_t slot_size, size_t slot_align,
-            const FixedPoolOptions& options);
+            const ObjectPoolOptions& options);
   ~FixedPool();
   FixedPool(const FixedPool&) = delete;
   FixedPool& operator=(const FixedPool&) = delete;
