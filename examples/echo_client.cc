@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -46,6 +47,14 @@ class Runner {
  public:
   Runner(EchoService::Stub* stub, int calls, int scale, bool reuse)
       : stub_(stub), calls_(calls), scale_(scale), reuse_(reuse) {}
+  // The pools must outlive every call's release: Then() hands the pooled
+  // messages back on a gRPC thread right *after* the last callback said it
+  // was done, so Run() returning does not mean they are back yet.
+  ~Runner() {
+    while (requests_.Stats().in_use + responses_.Stats().in_use != 0) {
+      std::this_thread::yield();
+    }
+  }
 
   // Starts `concurrency` chains of calls; each completion starts the next.
   void Run(int concurrency) {

@@ -465,6 +465,20 @@ TEST(ObjectPoolDeathTest, DoubleDeleteIsCaught) {
 #endif
 
 #if ARENARPC_DEBUG_CHECKS
+// The same misuse with ASan's poison lifted, so that only the debug in-use
+// bitmap can catch it (ASan builds would otherwise catch it first).
+TEST(ObjectPoolDeathTest, DoubleDeleteIsCaughtByTheDebugBitmap) {
+  ObjectPool<Payload> pool;
+  Payload* p = pool.New();
+  Payload* q = pool.New();
+  pool.Delete(p);
+  ARENARPC_UNPOISON(p, sizeof(Payload));
+  EXPECT_DEATH(pool.Delete(p), "freed twice");
+  EXPECT_DEATH(pool.Deallocate(p), "freed twice");
+  ARENARPC_POISON(p, sizeof(Payload));
+  pool.Delete(q);
+}
+
 TEST(ObjectPoolDeathTest, DeleteToTheWrongPoolIsCaught) {
   ObjectPool<Payload> a;
   ObjectPool<Payload> b;

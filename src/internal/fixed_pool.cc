@@ -27,7 +27,7 @@ struct FixedPool::BlockHeader {
   size_t index;      // in blocks_, guarded by mu_
   uint32_t carved;   // slots handed out of this block so far, guarded by mu_
   uint32_t scratch;  // Trim(): free slots counted in the depot
-  // Debug builds: one bit per slot, set while the slot is handed out.
+  // With has_bitmap_: one bit per slot, set while the slot is handed out.
   std::atomic<uint64_t>* in_use_bits() {
     return reinterpret_cast<std::atomic<uint64_t>*>(this + 1);
   }
@@ -47,9 +47,10 @@ FixedPool::FixedPool(size_t slot_size, size_t slot_align,
   stride_ = RoundUp(std::max<size_t>(slot_size, 1), slot_align);
   const size_t header_align = std::max<size_t>(slot_align, 64);
   block_size_ = std::bit_ceil(std::max(options.block_size, kMinBlockSize));
+  has_bitmap_ = ARENARPC_DEBUG_CHECKS;  // this library's build decides
   for (;;) {
     size_t header = sizeof(BlockHeader);
-    if (ARENARPC_DEBUG_CHECKS) {
+    if (has_bitmap_) {
       header += sizeof(uint64_t) * ((block_size_ / stride_ + 63) / 64);
     }
     header_size_ = RoundUp(header, header_align);
@@ -115,7 +116,7 @@ FixedPool::BlockHeader* FixedPool::MapBlock() {
   b->index = 0;
   b->carved = 0;
   b->scratch = 0;
-  if (ARENARPC_DEBUG_CHECKS) {
+  if (has_bitmap_) {
     std::atomic<uint64_t>* bits = b->in_use_bits();
     for (size_t i = 0; i < (slots_per_block_ + 63) / 64; ++i) {
       new (&bits[i]) std::atomic<uint64_t>(0);
@@ -282,7 +283,6 @@ void* FixedPool::AllocateSlow(Cache* c) {
       std::lock_guard<std::mutex> lock(mu_);
       if (CarveLocked(&p, 1) == 0) return nullptr;
     }
-    OnHandOut(p);
     return p;
   }
   uint32_t n = c->count.load(std::memory_order_relaxed);
@@ -305,7 +305,6 @@ void* FixedPool::AllocateSlow(Cache* c) {
   }
   p = c->items[n - 1];
   c->count.store(n - 1, std::memory_order_relaxed);
-  OnHandOut(p);
   return p;
 }
 
@@ -462,6 +461,7 @@ void FixedPool::DebugCheckReturnable(const void* p) const {
   ARENARPC_CHECK(offset >= header_size_ && (offset - header_size_) % stride_ == 0 &&
                      (offset - header_size_) / stride_ < slots_per_block_,
                  "ObjectPool::Delete/Deallocate: not the address of an object");
+  if (!has_bitmap_) return;  // a release library: ownership checks only
   const size_t slot = (offset - header_size_) / stride_;
   const uint64_t bits = const_cast<BlockHeader*>(b)->in_use_bits()[slot / 64].load(
       std::memory_order_relaxed);
@@ -470,6 +470,7 @@ void FixedPool::DebugCheckReturnable(const void* p) const {
 }
 
 void FixedPool::DebugMark(const void* p, bool in_use) const {
+  if (!has_bitmap_) return;
   BlockHeader* b = HeaderOf(p);
   const size_t slot =
       (static_cast<size_t>(static_cast<const char*>(p) -

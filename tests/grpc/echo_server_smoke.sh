@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The installed server binary, end to end on 127.0.0.1: starts
 # arenarpc_echo_server --port=0 --mode=MODE, waits for "listening on N",
-# runs the client (unary calls, a stream, health check and reflection
-# listing), sends SIGTERM and expects a clean exit with the calls counted.
-# usage: echo_server_smoke.sh SERVER CLIENT MODE
+# runs the client (unary calls on pooled arenas, then on pooled messages, a
+# stream, health check and reflection listing), stops the server with
+# SIGNAL (default TERM) and expects a clean exit with the calls counted.
+# usage: echo_server_smoke.sh SERVER CLIENT MODE [SIGNAL]
 set -euo pipefail
-server=$1 client=$2 mode=$3
+server=$1 client=$2 mode=$3 signal=${4:-TERM}
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 
@@ -23,10 +24,12 @@ done
 rc=0
 "$client" --target="127.0.0.1:$port" --calls=50 --concurrency=8 --scale=20 \
   --stream_messages=5 --check_health --check_reflection || rc=$?
+"$client" --target="127.0.0.1:$port" --calls=50 --concurrency=8 --scale=20 \
+  --messages=reuse || rc=$?
 
-kill -TERM "$pid"
+kill "-$signal" "$pid"
 wait "$pid" || { echo "server exit status $?"; cat "$err"; exit 1; }
 [ "$rc" -eq 0 ] || { echo "client failed: $rc"; exit 1; }
-grep -q "^arenarpc_grpc_calls_total{mode=\"$mode\"} 50$" "$out" ||
+grep -q "^arenarpc_grpc_calls_total{mode=\"$mode\"} 100$" "$out" ||
   { echo "calls not counted:"; grep calls_total "$out"; exit 1; }
-echo "smoke ok ($mode)"
+echo "smoke ok ($mode, SIG$signal)"

@@ -77,7 +77,9 @@ class FixedPool final : private ThreadSlots::Owner {
         return p;
       }
     }
-    return AllocateSlow(c);
+    void* p = AllocateSlow(c);
+    if (p != nullptr) OnHandOut(p);
+    return p;
   }
 
   void Deallocate(void* p) {
@@ -155,6 +157,12 @@ class FixedPool final : private ThreadSlots::Owner {
     return static_cast<Cache*>(c);
   }
 
+  // Hand-out and return hooks run only here, inline, in the caller's
+  // translation unit: a debug build of the caller marks and checks every
+  // slot it takes and returns, a release build none, whatever build the
+  // library is. The slot bitmap exists only if the library was built with
+  // debug checks (has_bitmap_); without it the Debug* functions check
+  // ownership only. Mixing Debug and Release objects is therefore safe.
   void OnHandOut(void* p) {
     ARENARPC_UNPOISON(p, stride_);
     if (ARENARPC_DEBUG_CHECKS) DebugMark(p, true);
@@ -167,7 +175,7 @@ class FixedPool final : private ThreadSlots::Owner {
   void DebugCheckReturnable(const void* p) const;
   void DebugMark(const void* p, bool in_use) const;
 
-  void* AllocateSlow(Cache* c);
+  void* AllocateSlow(Cache* c);  // the caller runs OnHandOut
   void DeallocateSlow(Cache* c, void* p);
   Cache* CacheForThisThread();
   void OnThreadExit(void* cache) override;
@@ -205,6 +213,7 @@ class FixedPool final : private ThreadSlots::Owner {
   size_t block_size_ = 0;
   size_t header_size_ = 0;  // slots start here, a multiple of the alignment
   size_t slots_per_block_ = 0;
+  bool has_bitmap_ = false;  // blocks carry the debug in-use bitmap
   uint32_t num_shards_ = 0;
   const uint32_t magazine_size_;
   uint32_t max_empty_per_shard_ = 0;
