@@ -310,6 +310,10 @@ def main():
         f.write(text + "\nReplay one mode's load:\n\n```sh\n" + results[0]["ghz_command"] + "\n```\n")
     if not args.no_plot:
         paths = plot(results, outdir)
+        missing = [p for p in paths if not os.path.isfile(p) or os.path.getsize(p) == 0]
+        if missing or len(paths) != 3:
+            print(f"[rpc_bench] plots missing or empty: {missing or paths}", file=sys.stderr)
+            return 1
         print("plots written to: " + ", ".join(os.path.relpath(p, ROOT) for p in paths))
     bad = [r["mode"] for r in results if not well_formed(r)]
     if bad:
