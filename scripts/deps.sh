@@ -16,30 +16,93 @@ packages=(
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
+# apt-get install those of the given packages that are not installed yet.
+apt_install_missing() {
+  local p missing=()
+  for p in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo_cmd[@]}" apt-get update -qq
+    "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" apt-get update -qq
-  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+}
+apt_install_missing "${packages[@]}"
 
 # ghz, the independent gRPC load generator of the RPC benchmark (a Go
-# module; needs the Go toolchain, which Debian's golang-go provides).
+# module, built with go install).
 ghz_version=v0.121.0
-gobin="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
+# ghz v0.121.0's go.mod says "go 1.23.0". Debian 12's golang-go is Go 1.19,
+# which cannot build it nor fetch a newer toolchain (GOTOOLCHAIN is Go 1.21+),
+# so without a new enough go we fetch Go $go_dl_version (the last 1.23 patch)
+# from the Go module proxy, which serves toolchains as the module
+# golang.org/toolchain (dl.google.com may be unreachable; bookworm has no
+# newer golang-go outside backports).
+go_min=1.23.0
+go_dl_version=1.23.12
+# Each go finds its own GOROOT next to its binary: a GOROOT left in the
+# environment could pair one go with another's standard library. And the go
+# whose version we checked is the one that builds (no toolchain switch).
+unset GOROOT
+export GOTOOLCHAIN=local
+
+# ghz goes to the first GOPATH entry's bin (~/go/bin by default), where
+# bench/rpc_bench.py looks for it.
+gopath="$(go env GOPATH 2>/dev/null || true)"
+gopath="${gopath%%:*}"
+gobin="${gopath:-$HOME/go}/bin"
+
+# Succeeds if the go binary $1 exists, runs and is at least $go_min.
+go_ok() {
+  local v
+  v="$("$1" env GOVERSION 2>/dev/null)" || return 1
+  v="${v#go}"
+  [ -n "$v" ] && [ "$(printf '%s\n' "$go_min" "$v" | sort -V | head -n1)" = "$go_min" ]
+}
+
+# Unpacks Go $go_dl_version from proxy.golang.org into $1 (a cache
+# directory, reused by later runs).
+fetch_go() {
+  local dest="$1" arch modver
+  case "$(dpkg --print-architecture 2>/dev/null || uname -m)" in
+    amd64 | x86_64) arch=amd64 ;;
+    arm64 | aarch64) arch=arm64 ;;
+    *) echo "no Go toolchain for this architecture; install Go >= $go_min" >&2; return 1 ;;
+  esac
+  modver="v0.0.1-go$go_dl_version.linux-$arch"
+  apt_install_missing curl unzip ca-certificates
+  mkdir -p "$(dirname "$dest")"
+  go_tmp="$(mktemp -d "$(dirname "$dest")/tmp.XXXXXX")"  # global: the trap needs it
+  trap 'rm -rf "$go_tmp"' EXIT
+  echo "downloading Go $go_dl_version (golang.org/toolchain@$modver) from proxy.golang.org"
+  curl -fsSL --retry 3 -o "$go_tmp/go.zip" \
+    "https://proxy.golang.org/golang.org/toolchain/@v/$modver.zip"
+  unzip -q "$go_tmp/go.zip" -d "$go_tmp"
+  # Module zips need not keep exec bits (go itself restores these two).
+  chmod -R a+x "$go_tmp/golang.org/toolchain@$modver/bin" "$go_tmp/golang.org/toolchain@$modver/pkg/tool"
+  rm -rf "$dest"
+  mv -T "$go_tmp/golang.org/toolchain@$modver" "$dest"
+  rm -rf "$go_tmp"
+  trap - EXIT
+}
+
 # go install builds report version "dev": a marker file records the version.
 if ! [ -x "$gobin/ghz" ] || [ "$(cat "$gobin/.ghz-version" 2>/dev/null)" != "$ghz_version" ]; then
-  if ! command -v go >/dev/null 2>&1; then
-    "${sudo_cmd[@]}" apt-get update -qq
-    "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends golang-go
+  go_dir="${XDG_CACHE_HOME:-$HOME/.cache}/arenarpc/go$go_dl_version"
+  go_bin=""
+  for g in "$(command -v go || true)" /usr/local/go/bin/go "$go_dir/bin/go"; do
+    if [ -n "$g" ] && go_ok "$g"; then go_bin="$g"; break; fi
+  done
+  if [ -z "$go_bin" ]; then
+    fetch_go "$go_dir"
+    go_ok "$go_dir/bin/go" || { echo "$go_dir/bin/go does not run" >&2; exit 1; }
+    go_bin="$go_dir/bin/go"
   fi
-  echo "installing ghz $ghz_version into $gobin"
-  go install "github.com/bojand/ghz/cmd/ghz@$ghz_version"
+  echo "installing ghz $ghz_version into $gobin with $("$go_bin" version)"
+  GOBIN="$gobin" "$go_bin" install "github.com/bojand/ghz/cmd/ghz@$ghz_version"
   echo "$ghz_version" > "$gobin/.ghz-version"
 fi
