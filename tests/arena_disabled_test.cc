@@ -1,6 +1,11 @@
 // The ARENARPC_DISABLE_ARENAS kill switch: same user code, heap objects.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "arenarpc/arena.h"
 #include "test_util.h"
 
@@ -52,6 +57,34 @@ TEST(ArenaDisabledTest, MoveKeepsOwnership) {
     EXPECT_EQ(destroyed, 0);
   }
   EXPECT_EQ(destroyed, 1);
+}
+
+// Create() from several threads, as a real arena allows: the heap objects'
+// owner list is locked (it used not to be).
+TEST(ArenaDisabledTest, CreateFromSeveralThreads) {
+  std::atomic<int> destroyed{0};
+  struct Probe {
+    explicit Probe(std::atomic<int>* d) : d(d) {}
+    ~Probe() { d->fetch_add(1); }
+    std::atomic<int>* d;
+  };
+  constexpr int kThreads = 4;
+  constexpr int kEach = 5000;
+  {
+    ScopedArena arena;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < kEach; ++i) {
+          arena.Create<Probe>(&destroyed);
+          arena.Create<std::string>(64, 'x');
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(destroyed.load(), 0);
+  }
+  EXPECT_EQ(destroyed.load(), kThreads * kEach);
 }
 
 }  // namespace

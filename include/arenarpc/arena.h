@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <memory>
 #include <memory_resource>
+#include <mutex>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -125,7 +126,9 @@ class ScopedArena {
   ArenaMemoryResource resource_;
 #ifdef ARENARPC_DISABLE_ARENAS
   // Heap objects created while arenas are disabled, deleted in reverse.
-  std::vector<std::pair<void*, void (*)(void*)>> owned_;
+  // Locked: Create() may run on several threads, as on a real arena.
+  std::mutex owned_mu_;
+  std::vector<std::pair<void*, void (*)(void*)>> owned_;  // guarded by owned_mu_
 #endif
 };
 
@@ -133,6 +136,7 @@ template <class T, class... Args>
 T* ScopedArena::Create(Args&&... args) {
 #ifdef ARENARPC_DISABLE_ARENAS
   T* object = new T(std::forward<Args>(args)...);
+  std::lock_guard<std::mutex> lock(owned_mu_);
   owned_.emplace_back(object, [](void* p) { delete static_cast<T*>(p); });
   return object;
 #else
