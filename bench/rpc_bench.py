@@ -266,7 +266,7 @@ def main():
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--server_args", default="", help="extra server flags, space separated")
     ap.add_argument("--out", help="output directory (default out/rpc, docs with --full)")
-    ap.add_argument("--full", action="store_true", help="60 s per mode, writes docs/")
+    ap.add_argument("--full", action="store_true", help="5 interleaved rounds x (5 s warm-up + 20 s) per mode, writes docs/")
     ap.add_argument("--smoke", action="store_true", help="a few seconds per mode at low rate")
     ap.add_argument("--no_plot", action="store_true")
     args = ap.parse_args()

@@ -4,8 +4,8 @@
 # allocation mode (heap, arena, reuse) and prints the comparison table;
 # plots go to out/rpc/. About 3 minutes on 2 cores from a clean tree.
 #
-#   bash scripts/demo.sh            # short run (15 s per mode)
-#   bash scripts/demo.sh --full     # 60 s per mode, regenerates docs/
+#   bash scripts/demo.sh            # short run: 2 interleaved rounds x (3 s warm-up + 12 s) per mode
+#   bash scripts/demo.sh --full     # 5 rounds x (5 s + 20 s) per mode, regenerates docs/
 # Other flags go to bench/rpc_bench.py (e.g. --rps=40 --scale=50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
