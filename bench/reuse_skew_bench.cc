@@ -238,14 +238,14 @@ int main(int argc, char** argv) {
     const arenarpc::MessagePoolStats ps =
         shape == "envelope" ? Pool<RequestEnvelope>().Stats() : Pool<Request>().Stats();
     std::printf(",\"pool\":{\"acquisitions\":%llu,\"reuse_hits\":%llu,\"created\":%llu,"
-                "\"evicted_by_guard\":%llu,\"large_reused\":%llu,\"large_kept\":%llu,"
+                "\"evicted_by_guard\":%llu,\"rebuilt_garbage\":%llu,\"rebuilt_aged\":%llu,"
                 "\"dropped_idle\":%llu,\"idle\":%llu,"
-                "\"bound_bytes\":%llu,\"retained_bytes_estimate\":%llu}",
+                "\"bound_bytes\":%llu,\"retained_bytes\":%llu}",
                 (unsigned long long)ps.acquisitions, (unsigned long long)ps.reuse_hits,
                 (unsigned long long)ps.created, (unsigned long long)ps.evicted_by_guard,
-                (unsigned long long)ps.large_reused, (unsigned long long)ps.large_kept,
+                (unsigned long long)ps.rebuilt_garbage, (unsigned long long)ps.rebuilt_aged,
                 (unsigned long long)ps.dropped_idle, (unsigned long long)ps.idle,
-                (unsigned long long)ps.bound_bytes, (unsigned long long)ps.retained_bytes_estimate);
+                (unsigned long long)ps.bound_bytes, (unsigned long long)ps.retained_bytes);
   }
   std::printf("}\n");
   return 0;

@@ -31,7 +31,7 @@ ABSL_FLAG(std::string, host, "127.0.0.1",
           "address to listen on (0.0.0.0 or [::] for every interface)");
 ABSL_FLAG(int, port, 50051, "port to listen on; 0 picks a free port");
 ABSL_FLAG(std::string, mode, "arena",
-          "allocation mode of the Echo method: heap, arena or reuse");
+          "allocation mode of the Echo method: heap, arena, reuse or auto");
 ABSL_FLAG(int, max_receive_bytes, 4 << 20, "largest request accepted");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, time given to calls in flight");

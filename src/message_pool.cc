@@ -1,210 +1,54 @@
 #include "arenarpc/message_pool.h"
 
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
 #include <algorithm>
 #include <bit>
-#include <deque>
-#include <unordered_map>
-#include <vector>
+#include <optional>
 
+#include "arenarpc/arena.h"
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/pointer_cache.h"
 
 namespace arenarpc::internal {
 
-using google::protobuf::Descriptor;
-using google::protobuf::FieldDescriptor;
-using google::protobuf::FileDescriptor;
 using google::protobuf::Message;
-using google::protobuf::Reflection;
-using google::protobuf::io::CodedInputStream;
 
-// For each message type reachable through singular message fields: its
-// proto3 singular message fields without has-bit (whose Clear() deletes the
-// sub-message). Built once per pool; recursive types share nodes.
-struct MessagePoolCore::Plan {
-  struct Node {
-    struct Field {
-      const FieldDescriptor* field;
-      const Node* child;
-    };
-    std::vector<Field> fields;
-  };
-  std::deque<Node> nodes;  // stable addresses
-  std::unordered_map<const Descriptor*, Node*> by_type;
-  const Node* root = nullptr;
-
-  static bool WithoutHasBit(const FieldDescriptor* f) {
-    return f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
-           !f->is_repeated() && f->real_containing_oneof() == nullptr &&
-           !f->has_optional_keyword() &&
-           f->file()->syntax() == FileDescriptor::SYNTAX_PROTO3;
-  }
-
-  Node* Build(const Descriptor* type) {
-    if (auto it = by_type.find(type); it != by_type.end()) return it->second;
-    Node* node = &nodes.emplace_back();
-    by_type[type] = node;
-    for (int i = 0; i < type->field_count(); ++i) {
-      const FieldDescriptor* f = type->field(i);
-      if (WithoutHasBit(f)) node->fields.push_back({f, Build(f->message_type())});
-    }
-    return node;
-  }
-};
-
-// A detached, cleared sub-message kept for the field it came from.
-struct Stashed {
-  const FieldDescriptor* field = nullptr;
-  const MessagePoolCore::Plan::Node* plan = nullptr;
-  Message* sub = nullptr;  // owned here unless `lent`
-  bool lent = false;       // attached to its parent for a parse
-  bool present = false;    // the wire had this field (during a parse)
-  std::vector<Stashed> nested;
-};
-
+// An instance: a message on an arena of its own. Built lazily, so an idle
+// instance that was rebuilt holds nothing until it is used again.
 struct MessagePoolCore::Entry {
-  std::unique_ptr<Message> message;
-  size_t peak = 0;  // largest content held, serialized bytes
-  std::vector<Stashed> stash;
+  std::optional<ScopedArena> arena;
+  Message* message = nullptr;  // on *arena (heap if arenas are disabled)
+  uint64_t footprint = 0;      // arena bytes after the first use
+  uint64_t space = 0;          // arena bytes at the last return
+  size_t peak = 0;             // largest content measured since built
+  uint32_t uses = 0;           // since built
+
+  ~Entry() { Clear(); }
+  void Clear() {
+    if (message != nullptr && message->GetArena() == nullptr) delete message;
+    message = nullptr;
+    arena.reset();  // runs the arena's destructors, pages back to the pool
+    footprint = space = 0;
+    peak = 0;
+    uses = 0;
+  }
 };
 
 namespace {
 
-void DeleteStash(std::vector<Stashed>& stash) {
-  for (Stashed& s : stash) {
-    if (!s.lent) delete s.sub;
-    DeleteStash(s.nested);
+// A per-thread generator: sampling at random (not every n-th return of a
+// thread) stays fair when several pools alternate on one thread.
+uint32_t NextRandom() {
+  static thread_local constinit uint64_t state = 0;
+  if (state == 0) {
+    state = reinterpret_cast<uintptr_t>(&state) * 0x9E3779B97F4A7C15ull | 1;
   }
-  stash.clear();
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return static_cast<uint32_t>(state >> 32);
 }
 
-// Releases m's has-bit-less sub-messages into `stash` (recursively), then
-// clears m. Everything kept is cleared, with its capacity.
-void Detach(Message* m, const MessagePoolCore::Plan::Node& plan,
-            std::vector<Stashed>& stash) {
-  if (plan.fields.empty()) {  // the common case: no reflection call at all
-    m->Clear();
-    return;
-  }
-  const Reflection* r = m->GetReflection();
-  for (const auto& f : plan.fields) {
-    if (!r->HasField(*m, f.field)) continue;
-    Message* sub = r->ReleaseMessage(m, f.field);
-    auto it = std::find_if(stash.begin(), stash.end(),
-                           [&](const Stashed& s) { return s.field == f.field; });
-    if (it == stash.end()) {
-      it = stash.insert(stash.end(), Stashed{f.field, f.child});
-    } else if (it->sub != nullptr && it->sub != sub && !it->lent) {
-      delete it->sub;  // an older copy, superseded by the one just used
-    }
-    it->sub = sub;
-    it->lent = false;
-    Detach(sub, *f.child, it->nested);
-  }
-  m->Clear();
-}
-
-// Lends the kept sub-messages back to `m` (which is empty) for a parse.
-void Attach(Message* m, std::vector<Stashed>& stash) {
-  const Reflection* r = m->GetReflection();
-  for (Stashed& s : stash) {
-    s.present = false;
-    if (s.sub == nullptr) continue;
-    Attach(s.sub, s.nested);
-    r->SetAllocatedMessage(m, s.sub, s.field);
-    s.lent = true;
-  }
-}
-
-// After a failed parse m->Clear() deletes what was lent: forget it.
-void ForgetLent(std::vector<Stashed>& stash) {
-  for (Stashed& s : stash) {
-    if (s.lent) {
-      s.sub = nullptr;
-      s.lent = false;
-      ForgetLent(s.nested);
-    }
-  }
-}
-
-Stashed* FindLent(std::vector<Stashed>& stash, int number) {
-  for (Stashed& s : stash) {
-    if (s.lent && s.field->number() == number) return &s;
-  }
-  return nullptr;
-}
-
-bool HasLent(const std::vector<Stashed>& stash) {
-  return std::any_of(stash.begin(), stash.end(), [](const Stashed& s) { return s.lent; });
-}
-
-// Marks which lent fields occur on the wire, descending into the payloads of
-// those with lent children. Returns false on malformed input.
-bool Scan(CodedInputStream& in, std::vector<Stashed>& stash, int end_group) {
-  for (;;) {
-    const uint32_t tag = in.ReadTag();
-    if (tag == 0) return end_group == 0;
-    const int number = static_cast<int>(tag >> 3);
-    switch (tag & 7) {
-      case 0: {
-        uint64_t v;
-        if (!in.ReadVarint64(&v)) return false;
-        break;
-      }
-      case 1:
-        if (!in.Skip(8)) return false;
-        break;
-      case 5:
-        if (!in.Skip(4)) return false;
-        break;
-      case 2: {
-        uint32_t len;
-        if (!in.ReadVarint32(&len)) return false;
-        Stashed* s = FindLent(stash, number);
-        if (s != nullptr) s->present = true;
-        if (s != nullptr && HasLent(s->nested)) {
-          const CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(len));
-          if (!Scan(in, s->nested, 0) || in.BytesUntilLimit() != 0) return false;
-          in.PopLimit(limit);
-        } else if (!in.Skip(static_cast<int>(len))) {
-          return false;
-        }
-        break;
-      }
-      case 3: {  // group: skip its fields up to the matching end tag
-        std::vector<Stashed> none;
-        if (!Scan(in, none, number)) return false;
-        break;
-      }
-      case 4:
-        return number == end_group;
-      default:
-        return false;
-    }
-  }
-}
-
-// After a successful parse: sub-messages the wire did not contain go back to
-// the stash (so presence matches a fresh parse); the others stay in m.
-void Settle(Message* m, std::vector<Stashed>& stash) {
-  const Reflection* r = m->GetReflection();
-  for (Stashed& s : stash) {
-    if (!s.lent) continue;
-    if (s.present) {
-      Settle(s.sub, s.nested);
-      s.sub = nullptr;  // owned by m; Detach() takes it back on return
-      s.lent = false;
-    } else {
-      Message* sub = r->ReleaseMessage(m, s.field);  // == s.sub, untouched
-      s.lent = false;
-      Detach(sub, *s.plan, s.nested);
-    }
-  }
-}
+bool OneIn(uint32_t n) { return n <= 1 || NextRandom() % n == 0; }
 
 }  // namespace
 
@@ -217,18 +61,14 @@ class MessagePoolCore::Cache final : public PointerCache {
  protected:
   size_t Make(void** out, size_t n) override {
     (void)n;  // one at a time: idle instances cost memory
-    auto* e = new Entry;
-    e->message.reset(core_->prototype_->New());
-    core_->created_.fetch_add(1, std::memory_order_relaxed);
-    out[0] = e;
+    out[0] = new Entry;
     return 1;
   }
   void Destroy(void* const* items, size_t n) override {
     for (size_t i = 0; i < n; ++i) {
       auto* e = static_cast<Entry*>(items[i]);
-      core_->retained_.Add(-static_cast<int64_t>(e->peak));
+      core_->retained_.Add(-static_cast<int64_t>(e->space));
       core_->dropped_.fetch_add(1, std::memory_order_relaxed);
-      DeleteStash(e->stash);
       delete e;
     }
   }
@@ -241,10 +81,10 @@ MessagePoolCore::MessagePoolCore(const Message* prototype,
                                  const MessagePoolOptions& options)
     : options_(options),
       prototype_(prototype),
-      plan_(std::make_unique<Plan>()),
+      reuse_limit_(prototype != nullptr ? ReuseLimit(prototype->GetDescriptor())
+                                        : std::string()),
       bound_(options.hard_cap_bytes) {
   ARENARPC_CHECK(prototype != nullptr, "MessagePool: null prototype");
-  plan_->root = plan_->Build(prototype->GetDescriptor());
   cache_ = std::make_unique<Cache>(this, options);
 }
 
@@ -252,113 +92,80 @@ MessagePoolCore::~MessagePoolCore() {
   ARENARPC_DCHECK(in_use_.Sum() == 0,
                   "MessagePool destroyed while PooledMessages are alive");
   cache_.reset();
-  for (Entry* e : large_) {
-    DeleteStash(e->stash);
-    delete e;
-  }
 }
 
-Message* MessagePoolCore::MessageOf(Entry* entry) { return entry->message.get(); }
+Message* MessagePoolCore::MessageOf(Entry* entry) { return entry->message; }
 
 MessagePoolCore::Entry* MessagePoolCore::Acquire() {
   auto* e = static_cast<Entry*>(cache_->Pop());
   ARENARPC_CHECK(e != nullptr, "MessagePool: out of memory");
-  retained_.Add(-static_cast<int64_t>(e->peak));
+  if (e->message == nullptr) {
+    e->arena.emplace();
+    e->message = prototype_->New(e->arena->arena());
+    e->space = e->arena->SpaceAllocated();
+    created_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    retained_.Add(-static_cast<int64_t>(e->space));
+  }
   in_use_.Add(1);
   return e;
 }
 
 void MessagePoolCore::Return(Entry* e, size_t size_hint) {
-  ARENARPC_DCHECK(e->message->GetDescriptor() == prototype_->GetDescriptor(),
+  Message* m = e->message;
+  ARENARPC_DCHECK(m->GetDescriptor() == prototype_->GetDescriptor(),
                   "MessagePool: message returned to the wrong pool");
-  Message* m = e->message.get();
+  // The content size, where it costs nothing or on a random sample.
   size_t size = size_hint;
   if (size == 0) {
-    const int cached = m->GetCachedSize();  // set if sized during this use
-    size = cached > 0 ? static_cast<size_t>(cached) : m->ByteSizeLong();
+    const int cached = m->GetCachedSize();  // set if serialized during this use
+    if (cached > 0) {
+      size = static_cast<size_t>(cached);
+    } else if (OneIn(options_.sample_every)) {
+      size = m->ByteSizeLong();
+    }
   }
-  Observe(size);
-  e->peak = std::max(e->peak, size);
+  if (size != 0) {
+    e->peak = std::max(e->peak, size);
+    Observe(size);
+  }
+  m->Clear();
+  m->ByteSizeLong();  // cached size := 0 (the message is empty: no walk)
   in_use_.Add(-1);
-  const bool large = e->peak > Bound();
-  if (large) {
-    std::lock_guard<std::mutex> lock(large_mu_);
-    if (large_bytes_ + e->peak > options_.large_reserve_bytes) {
-      evicted_.fetch_add(1, std::memory_order_relaxed);
-      DeleteStash(e->stash);
-      delete e;
-      return;
-    }
-    large_bytes_ += e->peak;  // reserve the room; pushed below
-  }
-  Detach(m, *plan_->root, e->stash);
-  m->ByteSizeLong();  // cached size := 0, so the next use can tell
-  retained_.Add(static_cast<int64_t>(e->peak));
-  if (large) {
-    std::lock_guard<std::mutex> lock(large_mu_);
-    large_.push_back(e);
-  } else {
-    cache_->Push(e);
-  }
-}
 
-MessagePoolCore::Entry* MessagePoolCore::TakeLarge(size_t size) {
-  std::lock_guard<std::mutex> lock(large_mu_);
-  // The smallest reserved instance that held at least half this size.
-  Entry* best = nullptr;
-  size_t best_index = 0;
-  for (size_t i = 0; i < large_.size(); ++i) {
-    Entry* e = large_[i];
-    if (2 * e->peak >= size && (best == nullptr || e->peak < best->peak)) {
-      best = e;
-      best_index = i;
-    }
+  // Arena bytes this use allocated: none when Clear() kept everything it
+  // needed; what it abandoned otherwise (or new capacity).
+  const uint64_t space = e->arena->SpaceAllocated();
+  const uint64_t grown = space > e->space ? space - e->space : 0;
+  if (++e->uses == 1) {
+    e->footprint = space;
+  } else if (e->footprint > 0) {
+    const uint64_t regrown = std::min(grown, e->footprint);
+    regrown_bytes_.Add(static_cast<int64_t>(regrown));
+    kept_bytes_.Add(static_cast<int64_t>(e->footprint - regrown));
   }
-  if (best != nullptr) {
-    large_[best_index] = large_.back();
-    large_.pop_back();
-    large_bytes_ -= best->peak;
-  }
-  return best;
-}
+  e->space = space;
 
-bool MessagePoolCore::Parse(Entry** entry, std::string_view wire) {
-  if (wire.size() > Bound() && (*entry)->peak < wire.size()) {
-    if (Entry* large = TakeLarge(wire.size())) {
-      // Swap: the small (empty) instance goes back, the large one serves.
-      Entry* small = *entry;
-      retained_.Add(static_cast<int64_t>(small->peak) - static_cast<int64_t>(large->peak));
-      cache_->Push(small);
-      *entry = large;
-      large_reused_.fetch_add(1, std::memory_order_relaxed);
-    }
+  if (e->peak > Bound()) {
+    evicted_.fetch_add(1, std::memory_order_relaxed);
+    e->Clear();
+  } else if (e->footprint > 0 &&
+             static_cast<double>(space) >
+                 (1.0 + options_.max_garbage_ratio) * static_cast<double>(e->footprint)) {
+    garbage_.fetch_add(1, std::memory_order_relaxed);
+    e->Clear();
+  } else if (options_.rebuild_every != 0 && e->uses >= options_.rebuild_every) {
+    aged_.fetch_add(1, std::memory_order_relaxed);
+    e->Clear();
   }
-  Entry* e = *entry;
-  Message* m = e->message.get();
-  Attach(m, e->stash);
-  // m is empty: merge == parse.
-  google::protobuf::io::ArrayInputStream stream(wire.data(), static_cast<int>(wire.size()));
-  bool ok = m->MergeFromBoundedZeroCopyStream(&stream, static_cast<int>(wire.size()));
-  if (ok && HasLent(e->stash)) {
-    CodedInputStream in(reinterpret_cast<const uint8_t*>(wire.data()),
-                        static_cast<int>(wire.size()));
-    ok = Scan(in, e->stash, 0);
-  }
-  if (!ok) {
-    m->Clear();  // deletes what was lent
-    ForgetLent(e->stash);
-    m->ByteSizeLong();
-    return false;
-  }
-  Settle(m, e->stash);
-  return true;
+  retained_.Add(static_cast<int64_t>(e->space));
+  cache_->Push(e);
 }
 
 void MessagePoolCore::Observe(size_t size) {
-  // Sample: the shared histogram is touched by one return in kSampleEvery
-  // per thread, so threads rarely contend for its cache lines.
-  static thread_local constinit uint32_t tick = 0;
-  if (++tick % kSampleEvery != 0) return;
+  // The shared histogram is touched by 1 measured return in 4 (at random),
+  // so threads rarely contend for its cache lines.
+  if (!OneIn(4)) return;
   const int bucket = std::min<int>(std::bit_width(size), kBuckets - 1);
   histogram_[bucket].fetch_add(1, std::memory_order_relaxed);
   const uint32_t n = samples_.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -390,8 +197,6 @@ void MessagePoolCore::Observe(size_t size) {
   }
 }
 
-size_t MessagePoolCore::Bound() { return bound_.load(std::memory_order_relaxed); }
-
 MessagePoolStats MessagePoolCore::Stats() const {
   const PointerCache::Counts c = cache_->GetCounts();
   MessagePoolStats s;
@@ -399,18 +204,18 @@ MessagePoolStats MessagePoolCore::Stats() const {
   s.created = created_.load(std::memory_order_relaxed);
   s.reuse_hits = s.acquisitions > s.created ? s.acquisitions - s.created : 0;
   s.evicted_by_guard = evicted_.load(std::memory_order_relaxed);
+  s.rebuilt_garbage = garbage_.load(std::memory_order_relaxed);
+  s.rebuilt_aged = aged_.load(std::memory_order_relaxed);
   s.dropped_idle = dropped_.load(std::memory_order_relaxed);
   s.in_use = static_cast<uint64_t>(std::max<int64_t>(0, in_use_.Sum()));
   s.idle = c.in_depot + c.in_threads;
-  s.bound_bytes = bound_.load(std::memory_order_relaxed);
-  s.large_reused = large_reused_.load(std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(large_mu_);
-    s.large_kept = large_.size();
+  s.bound_bytes = Bound();
+  s.retained_bytes = static_cast<uint64_t>(std::max<int64_t>(0, retained_.Sum()));
+  const int64_t kept = kept_bytes_.Sum();
+  const int64_t regrown = regrown_bytes_.Sum();
+  if (kept + regrown > 0) {
+    s.kept_percent = static_cast<uint64_t>(100 * kept / (kept + regrown));
   }
-  s.idle += s.large_kept;
-  s.retained_bytes_estimate =
-      static_cast<uint64_t>(std::max<int64_t>(0, retained_.Sum()));
   return s;
 }
 

@@ -75,7 +75,7 @@ TEST_P(AllocatorConcurrencyTest, HoldersMadeAndReleasedOnDifferentThreads) {
   const AllocationMode mode = GetParam();
   auto* allocator = GetMessageAllocator<Record, Record>(mode);
   ASSERT_NE(allocator, nullptr);
-  const GrpcModeStats before = GetGrpcStats().modes[static_cast<int>(mode)];
+  const GrpcModeStats before = testing::ModeStats(mode);
   constexpr int kMakers = 2;
   constexpr int kPerMaker = 1500;
   using Holder = ::grpc::MessageHolder<Record, Record>;
@@ -86,8 +86,7 @@ TEST_P(AllocatorConcurrencyTest, HoldersMadeAndReleasedOnDifferentThreads) {
 
   std::thread scraper([&] {  // a metrics endpoint, scraped all the time
     while (!done.load()) {
-      const GrpcStats s = GetGrpcStats();
-      if (s.modes[static_cast<int>(mode)].calls < before.calls) bad.fetch_add(1);
+      if (testing::ModeStats(mode).calls < before.calls) bad.fetch_add(1);
       if (RenderPrometheusStats().find("arenarpc_grpc_calls_total") == std::string::npos) {
         bad.fetch_add(1);
       }
@@ -133,7 +132,7 @@ TEST_P(AllocatorConcurrencyTest, HoldersMadeAndReleasedOnDifferentThreads) {
   scraper.join();
 
   EXPECT_EQ(bad.load(), 0);
-  const GrpcModeStats after = GetGrpcStats().modes[static_cast<int>(mode)];
+  const GrpcModeStats after = testing::ModeStats(mode);
   EXPECT_EQ(after.calls, before.calls + kMakers * kPerMaker);
   EXPECT_EQ(after.in_flight, before.in_flight);
   EXPECT_EQ(after.free_request_calls, before.free_request_calls + freed_early.load());

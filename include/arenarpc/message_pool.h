@@ -8,45 +8,43 @@
 //     Handle(*req);
 //   }  // back to the pool: cleared, capacity kept (unless it grew too big)
 //
+//   // Parsing with protobuf's own calls works as well:
+//   //   req->ParseFromString(wire);
 //   // Generic/dynamic services: a pool from a prototype.
 //   arenarpc::MessagePool<google::protobuf::Message> any(&prototype);
 //
-// Reuse keeps what protobuf keeps on Clear(): the elements and capacity of
-// repeated fields, string buffers, maps' storage and sub-messages with a
-// has-bit. Two guards keep memory from creeping up to the largest request
-// ever seen:
-//  - growth guard: each instance remembers the largest content it held
-//    (serialized bytes). On return, one above the bound
-//    min(hard_cap_bytes, slack x the `percentile` of recent sizes) does not
-//    go back to the common cache: it is kept in a small "large" reserve
-//    while the reserve holds less than large_reserve_bytes, else destroyed.
-//    ParseFrom() of an input above the bound swaps in an instance from the
-//    reserve, so large inputs reuse large instances and small inputs never
-//    carry their capacity. The size is the hint the caller gave
-//    (set_size_hint, e.g. the wire size), else the cached size if the
-//    message was serialized or sized during this use (free), else
-//    ByteSizeLong() (one walk, no reflection).
+// Each pooled instance lives on an arena of its own (pooled pages). Reuse
+// keeps what protobuf keeps on Clear(): the elements and capacity of
+// repeated fields, string buffers, sub-messages with a has-bit. What Clear()
+// does not keep (on protobuf 3.21: proto3 singular message fields without
+// has-bit, oneof members, map entries) is abandoned on the instance's arena
+// instead of being freed, so it costs an arena allocation on the next use,
+// not a malloc/free pair; that is why reuse never does worse than an arena
+// on such types. The abandoned bytes are bounded (below).
+//
+// Guards, checked on every return without walking the message:
+//  - abandoned bytes: an instance whose arena grew beyond
+//    (1 + max_garbage_ratio) x its footprint after its first use is rebuilt
+//    (its arena is reset: a fresh instance next time);
+//  - growth guard: the content size (serialized bytes) is taken when it is
+//    free (the ParseFrom() input, a size hint, the cached size left by
+//    serialization) and on a random 1 in `sample_every` returns otherwise
+//    (one ByteSizeLong() walk); an instance that held content above
+//    min(hard_cap_bytes, slack x the `percentile` of recent sizes) is
+//    rebuilt, so small inputs never carry large capacity;
+//  - age: an instance is rebuilt after `rebuild_every` uses, so capacity no
+//    guard saw (string buffers live on the heap, outside the arena) is held
+//    for a bounded number of uses;
 //  - idle bound: at most idle_per_thread instances per thread plus idle_max
 //    process-wide; the rest are destroyed.
-//
-// The proto3 trap: a singular message field without `optional` has no
-// has-bit, and its generated Clear() deletes the sub-message, so naive
-// reuse rebuilds that whole subtree every time. On return, the pool detaches
-// such sub-messages (recursively through singular fields) and keeps them,
-// cleared, beside the instance; PooledMessage::ParseFrom() lends them back
-// for the parse and detaches again those the wire did not contain, so the
-// result is byte-for-byte a fresh parse, presence included. Limits: the
-// subtrees are only reused by ParseFrom() (not by code that builds the
-// message or parses it itself), and sub-messages inside repeated elements
-// are rebuilt as protobuf does (no public API can lend them to the
-// parser). Instances live on the heap: see docs/MESSAGE_POOL.md for why and
-// for measurements.
 //
 // Thread safety: Acquire() and returning handles may happen concurrently on
 // any threads (per-thread caches; a handle may be returned on another
 // thread). A PooledMessage itself is not thread-safe.
-// Lifetime: every PooledMessage must be destroyed before its pool. Full
-// protobuf messages only (reflection is needed), not MessageLite.
+// Lifetime: every PooledMessage must be destroyed before its pool; the
+// message and everything reached from it belong to the pool (do not keep
+// pointers into it after the handle is gone). Full protobuf messages only
+// (reflection is needed for dynamic prototypes), not MessageLite.
 #ifndef ARENARPC_MESSAGE_POOL_H_
 #define ARENARPC_MESSAGE_POOL_H_
 
@@ -56,11 +54,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "arenarpc/internal/striped_counter.h"
 
@@ -69,29 +66,41 @@ namespace arenarpc {
 struct MessagePoolOptions {
   size_t idle_per_thread = 4;  // instances cached per thread
   size_t idle_max = 256;       // instances kept process-wide beyond those
-  // Growth guard, in serialized bytes of the largest content an instance
-  // has held.
-  size_t hard_cap_bytes = size_t{1} << 20;
+  // Growth guard, in serialized bytes of the content an instance held.
+  size_t hard_cap_bytes = size_t{8} << 20;
+  // The bound follows this percentile of recent content sizes...
   double percentile = 0.9;
+  // ...times this factor, so ordinary variation does not rebuild instances.
   double slack = 2.0;
-  size_t min_bound_bytes = 16 << 10;  // below this, never evict
-  // Instances above the bound kept for large inputs, in content bytes.
-  size_t large_reserve_bytes = size_t{32} << 20;
+  size_t min_bound_bytes = 16 << 10;  // below this, never rebuild for size
+  // Arena bytes an instance may abandon (or grow by) past its footprint
+  // after its first use, as a multiple of that footprint, before it is
+  // rebuilt.
+  double max_garbage_ratio = 1.0;
+  // Uses after which an instance is rebuilt anyway (0: never).
+  uint32_t rebuild_every = 64;
+  // Returns measured with a ByteSizeLong() walk when no size is free: 1 in
+  // this many, chosen at random (so alternating pools are sampled alike).
+  uint32_t sample_every = 16;
 };
 
 struct MessagePoolStats {
   uint64_t acquisitions = 0;
   uint64_t reuse_hits = 0;       // served by an existing instance
-  uint64_t created = 0;          // instances built (misses)
-  uint64_t evicted_by_guard = 0; // destroyed on return: grew past the bound
-  uint64_t large_kept = 0;       // instances in the large reserve now
-  uint64_t large_reused = 0;     // ParseFrom() inputs served by the reserve
+  uint64_t created = 0;          // instances built (misses and rebuilds)
+  uint64_t evicted_by_guard = 0; // rebuilt: held content above the bound
+  uint64_t rebuilt_garbage = 0;  // rebuilt: abandoned bytes over the limit
+  uint64_t rebuilt_aged = 0;     // rebuilt: rebuild_every uses
   uint64_t dropped_idle = 0;     // destroyed: idle bound reached
   uint64_t in_use = 0;           // handles alive
   uint64_t idle = 0;             // instances kept for reuse
   uint64_t bound_bytes = 0;      // the growth guard's current bound
-  // Estimate: sum over idle instances of the largest content each held.
-  uint64_t retained_bytes_estimate = 0;
+  uint64_t retained_bytes = 0;   // arena bytes of the idle instances
+  // Share of an instance's arena bytes a use did not have to allocate again
+  // (percent; 100 when Clear() keeps everything). Low means the type's bulk
+  // sits where protobuf's Clear() cannot keep it: reuse is then no better
+  // than an arena (see ReuseLimit()).
+  uint64_t kept_percent = 100;
 };
 
 namespace internal {
@@ -100,7 +109,6 @@ namespace internal {
 class MessagePoolCore {
  public:
   struct Entry;
-  struct Plan;  // which sub-messages to detach, per type
   MessagePoolCore(const google::protobuf::Message* prototype,
                   const MessagePoolOptions& options);
   ~MessagePoolCore();
@@ -108,28 +116,27 @@ class MessagePoolCore {
   MessagePoolCore& operator=(const MessagePoolCore&) = delete;
 
   Entry* Acquire();
+  // size_hint: content size in serialized bytes if known, else 0.
   void Return(Entry* entry, size_t size_hint);
-  // Parses into *entry; may first exchange *entry for a reserved large one.
-  bool Parse(Entry** entry, std::string_view wire);
   static google::protobuf::Message* MessageOf(Entry* entry);
   MessagePoolStats Stats() const;
+  const std::string& reuse_limit() const { return reuse_limit_; }
 
  private:
   class Cache;
   friend class Cache;
-  size_t Bound();
+  Entry* NewEntry();
+  void Rebuild(Entry* entry);
   void Observe(size_t size);
-  Entry* TakeLarge(size_t size);  // from the reserve, or nullptr
+  size_t Bound() const { return bound_.load(std::memory_order_relaxed); }
 
   const MessagePoolOptions options_;
   const google::protobuf::Message* const prototype_;
-  std::unique_ptr<Plan> plan_;  // detachable fields, per type
+  const std::string reuse_limit_;  // "" if Clear() keeps every field
   std::unique_ptr<Cache> cache_;
 
-  // Recent sizes (one return in kSampleEvery per thread): counts per
-  // power-of-two bucket, halved every 1024 samples (so the bound follows a
-  // shift of the traffic within a few thousand returns).
-  static constexpr uint32_t kSampleEvery = 4;
+  // Recent content sizes: counts per power-of-two bucket, halved every
+  // 1024 samples (so the bound follows a shift of the traffic).
   static constexpr int kBuckets = 40;
   std::atomic<uint32_t> histogram_[kBuckets] = {};
   std::atomic<uint32_t> samples_{0};
@@ -138,15 +145,19 @@ class MessagePoolCore {
   // Updated on every Acquire/return by all threads: striped, not shared.
   StripedCounter in_use_;
   StripedCounter retained_;
+  StripedCounter kept_bytes_;     // footprint bytes a use did not allocate
+  StripedCounter regrown_bytes_;  // arena bytes a use allocated again
   std::atomic<uint64_t> created_{0};
   std::atomic<uint64_t> evicted_{0};
+  std::atomic<uint64_t> garbage_{0};
+  std::atomic<uint64_t> aged_{0};
   std::atomic<uint64_t> dropped_{0};
-  std::atomic<uint64_t> large_reused_{0};
-
-  mutable std::mutex large_mu_;
-  std::vector<Entry*> large_;  // the reserve, guarded by large_mu_
-  size_t large_bytes_ = 0;     // sum of their peaks, guarded by large_mu_
 };
+
+// Why Clear() cannot keep all of `type` on this protobuf (first such field
+// as a path, e.g. "spans.attributes.value: proto3 message field without
+// has-bit"), or "" if it keeps everything.
+std::string ReuseLimit(const google::protobuf::Descriptor* type);
 
 }  // namespace internal
 
@@ -163,14 +174,14 @@ class PooledMessage {
       : core_(std::exchange(other.core_, nullptr)),
         entry_(std::exchange(other.entry_, nullptr)),
         message_(std::exchange(other.message_, nullptr)),
-        size_hint_(other.size_hint_) {}
+        size_hint_(std::exchange(other.size_hint_, 0)) {}
   PooledMessage& operator=(PooledMessage&& other) noexcept {
     if (this != &other) {
       reset();
       core_ = std::exchange(other.core_, nullptr);
       entry_ = std::exchange(other.entry_, nullptr);
       message_ = std::exchange(other.message_, nullptr);
-      size_hint_ = other.size_hint_;
+      size_hint_ = std::exchange(other.size_hint_, 0);
     }
     return *this;
   }
@@ -181,17 +192,18 @@ class PooledMessage {
   T& operator*() const { return *message_; }
   explicit operator bool() const { return message_ != nullptr; }
 
-  // Parses `wire` into the (empty) message, reusing kept subtrees. A large
-  // input may swap in a larger pooled instance: take get() after this
-  // call. On failure returns false and leaves the message empty.
+  // Parses `wire` into the message (replacing its content). On failure
+  // returns false and leaves the message empty.
   bool ParseFrom(std::string_view wire) {
     size_hint_ = wire.size();
-    const bool ok = core_->Parse(&entry_, wire);
-    message_ = static_cast<T*>(internal::MessagePoolCore::MessageOf(entry_));
-    return ok;
+    if (message_->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
+      return true;
+    }
+    message_->Clear();
+    return false;
   }
   // The message's content size in serialized bytes, if the caller knows it
-  // (saves the pool a ByteSizeLong() walk on return).
+  // (saves the pool a ByteSizeLong() walk on a sampled return).
   void set_size_hint(size_t bytes) { size_hint_ = bytes; }
 
   // Returns the message to its pool now.
@@ -233,6 +245,9 @@ class MessagePool {
 
   PooledMessage<T> Acquire() { return PooledMessage<T>(&core_, core_.Acquire()); }
   MessagePoolStats Stats() const { return core_.Stats(); }
+  // Why reuse cannot keep all of T on this protobuf version ("" if it
+  // can): the first field whose content Clear() drops, as a path.
+  const std::string& ReuseLimit() const { return core_.reuse_limit(); }
 
  private:
   internal::MessagePoolCore core_;

@@ -7,27 +7,6 @@
 
 namespace arenarpc {
 
-absl::StatusOr<AllocationMode> ParseAllocationMode(std::string_view name) {
-  if (name == "heap") return AllocationMode::kHeap;
-  if (name == "arena") return AllocationMode::kArena;
-  if (name == "reuse") return AllocationMode::kReuse;
-  return absl::InvalidArgumentError("unknown allocation mode \"" +
-                                    std::string(name) +
-                                    "\" (heap, arena or reuse)");
-}
-
-std::string_view AllocationModeName(AllocationMode mode) {
-  switch (mode) {
-    case AllocationMode::kHeap:
-      return "heap";
-    case AllocationMode::kArena:
-      return "arena";
-    case AllocationMode::kReuse:
-      return "reuse";
-  }
-  return "unknown";
-}
-
 bool ArenasDisabled() {
 #ifdef ARENARPC_DISABLE_ARENAS
   return true;

@@ -139,6 +139,7 @@ GrpcStats GetGrpcStats() {
     s.reuse_evictions += p.stats.evicted_by_guard + p.stats.dropped_idle;
     s.reuse_in_use += p.stats.in_use;
   }
+  s.auto_methods = GetAutoMethodStats();
   return s;
 }
 
@@ -173,6 +174,11 @@ class Writer {
     out_.append(name);
     if (!labels.empty()) out_.append("{").append(labels).append("}");
     out_.append(" ").append(std::to_string(value)).append("\n");
+  }
+  void Value(std::string_view name, std::string_view labels, double value) {
+    out_.append(name);
+    if (!labels.empty()) out_.append("{").append(labels).append("}");
+    out_.append(" ").append(absl::StrCat(value)).append("\n");
   }
   void One(std::string_view name, std::string_view type, std::string_view help,
            uint64_t value) {
@@ -237,25 +243,29 @@ std::string RenderPrometheusStats() {
       {"arenarpc_message_pool_created_total", "counter", "Instances built.",
        &MessagePoolStats::created},
       {"arenarpc_message_pool_evicted_by_guard_total", "counter",
-       "Instances destroyed on return: grew past the bound.",
+       "Instances rebuilt on return: held content above the bound.",
        &MessagePoolStats::evicted_by_guard},
+      {"arenarpc_message_pool_rebuilt_garbage_total", "counter",
+       "Instances rebuilt on return: abandoned arena bytes over the limit.",
+       &MessagePoolStats::rebuilt_garbage},
+      {"arenarpc_message_pool_rebuilt_aged_total", "counter",
+       "Instances rebuilt after rebuild_every uses.",
+       &MessagePoolStats::rebuilt_aged},
       {"arenarpc_message_pool_dropped_idle_total", "counter",
        "Instances destroyed: idle bound reached.",
        &MessagePoolStats::dropped_idle},
-      {"arenarpc_message_pool_large_reused_total", "counter",
-       "Large inputs served by the large reserve.",
-       &MessagePoolStats::large_reused},
-      {"arenarpc_message_pool_large_kept", "gauge",
-       "Instances in the large reserve.", &MessagePoolStats::large_kept},
       {"arenarpc_message_pool_in_use", "gauge", "Messages on loan.",
        &MessagePoolStats::in_use},
       {"arenarpc_message_pool_idle", "gauge", "Instances kept for reuse.",
        &MessagePoolStats::idle},
       {"arenarpc_message_pool_bound_bytes", "gauge",
        "The growth guard's current bound.", &MessagePoolStats::bound_bytes},
-      {"arenarpc_message_pool_retained_bytes_estimate", "gauge",
-       "Estimated content bytes retained by idle instances.",
-       &MessagePoolStats::retained_bytes_estimate},
+      {"arenarpc_message_pool_retained_bytes", "gauge",
+       "Arena bytes held by idle instances.",
+       &MessagePoolStats::retained_bytes},
+      {"arenarpc_message_pool_kept_percent", "gauge",
+       "Share of an instance's arena bytes a use did not allocate again.",
+       &MessagePoolStats::kept_percent},
   };
   if (!pools.empty()) {
     for (const PoolField& f : kPoolFields) {
@@ -310,6 +320,38 @@ std::string RenderPrometheusStats() {
   w.One("arenarpc_grpc_reuse_evictions_total", "counter",
         "Reuse-mode instances destroyed by the growth guard or idle bound.",
         gs.reuse_evictions);
+  if (!gs.auto_methods.empty()) {
+    w.Family("arenarpc_grpc_auto_chosen", "gauge",
+             "kAuto: 1 for the mode chosen for a method, 0 for the others.");
+    for (const AutoMethodStats& a : gs.auto_methods) {
+      for (int m = 0; m < kNumAllocationModes; ++m) {
+        w.Sample("arenarpc_grpc_auto_chosen",
+                 absl::StrCat("method=\"", Escape(a.method), "\",", mode_label(m)),
+                 static_cast<int>(a.mode) == m ? 1 : 0);
+      }
+    }
+    w.Family("arenarpc_grpc_auto_cost_microseconds", "gauge",
+             "kAuto: measured parse + destroy of a call's messages, per mode.");
+    for (const AutoMethodStats& a : gs.auto_methods) {
+      for (int m = 0; m < kNumAllocationModes; ++m) {
+        w.Value("arenarpc_grpc_auto_cost_microseconds",
+                absl::StrCat("method=\"", Escape(a.method), "\",", mode_label(m)),
+                a.cost_us[m]);
+      }
+    }
+    w.Family("arenarpc_grpc_auto_samples_total", "counter",
+             "kAuto: sampled calls measured.");
+    for (const AutoMethodStats& a : gs.auto_methods) {
+      w.Sample("arenarpc_grpc_auto_samples_total",
+               absl::StrCat("method=\"", Escape(a.method), "\""), a.samples);
+    }
+    w.Family("arenarpc_grpc_auto_switches_total", "counter",
+             "kAuto: times the chosen mode changed.");
+    for (const AutoMethodStats& a : gs.auto_methods) {
+      w.Sample("arenarpc_grpc_auto_switches_total",
+               absl::StrCat("method=\"", Escape(a.method), "\""), a.switches);
+    }
+  }
   return w.Take();
 }
 

@@ -21,11 +21,26 @@ namespace arenarpc::testing {
 //   INSTANTIATE_TEST_SUITE_P(Modes, MyTest, AllModes(), ModeTestName);
 inline auto AllModes() {
   return ::testing::Values(AllocationMode::kHeap, AllocationMode::kArena,
-                           AllocationMode::kReuse);
+                           AllocationMode::kReuse, AllocationMode::kAuto);
 }
 inline std::string ModeTestName(
     const ::testing::TestParamInfo<AllocationMode>& info) {
   return std::string(AllocationModeName(info.param));
+}
+
+// A mode's call counters; kAuto's calls are counted under the mode each
+// call ran in, so for kAuto these are the sums over all modes.
+inline GrpcModeStats ModeStats(AllocationMode mode) {
+  const GrpcStats s = GetGrpcStats();
+  if (mode != AllocationMode::kAuto) return s.modes[static_cast<int>(mode)];
+  GrpcModeStats sum;
+  for (const GrpcModeStats& m : s.modes) {
+    sum.calls += m.calls;
+    sum.in_flight += m.in_flight;
+    sum.free_request_calls += m.free_request_calls;
+    sum.arena_bytes_sum += m.arena_bytes_sum;
+  }
+  return sum;
 }
 
 // Polls `done` until it holds or `limit` passed. gRPC releases a call's
@@ -43,10 +58,10 @@ inline bool WaitFor(const std::function<bool()>& done,
 }
 
 inline uint64_t InFlight(AllocationMode mode) {
-  return GetGrpcStats().modes[static_cast<int>(mode)].in_flight;
+  return ModeStats(mode).in_flight;
 }
 inline uint64_t Calls(AllocationMode mode) {
-  return GetGrpcStats().modes[static_cast<int>(mode)].calls;
+  return ModeStats(mode).calls;
 }
 
 // Echo server on 127.0.0.1, a free port, with `mode` installed.

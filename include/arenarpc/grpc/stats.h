@@ -17,9 +17,12 @@
 //   arenarpc_arena_*          GetArenaStats()
 //   arenarpc_message_pool_*   every registered MessagePool, label pool="..."
 //                             (kReuse's pools register themselves)
-//   arenarpc_grpc_*           calls per mode (label mode="heap|arena|reuse"),
+//   arenarpc_grpc_*           calls per mode (label mode="heap|arena|reuse";
+//                             kAuto's calls count under the mode they ran in),
 //                             calls in flight, FreeRequest() calls, and the
-//                             histogram of arena bytes per kArena call.
+//                             histogram of arena bytes per kArena call, and
+//                             kAuto's choice and measured costs per method
+//                             (arenarpc_grpc_auto_*, label method="...").
 //
 // Thread safety: everything here may be called from any thread at any time.
 // Counters are read without stopping writers, so a snapshot taken under load
@@ -65,6 +68,19 @@ struct GrpcModeStats {
   uint64_t arena_bytes_p99 = 0;
 };
 
+// kAuto, per (request type, response type): what the chooser picked and the
+// costs behind it (parse + destroy of request and response, measured on
+// sampled calls off the request path, smoothed).
+struct AutoMethodStats {
+  std::string method;  // "pkg.Request -> pkg.Response"
+  AllocationMode mode = AllocationMode::kArena;  // chosen now
+  std::array<double, kNumAllocationModes> cost_us = {};  // by AllocationMode
+  uint64_t samples = 0;   // sampled calls measured
+  uint64_t switches = 0;  // times the choice changed
+  uint64_t dropped = 0;   // samples not taken (measuring queue full or busy)
+};
+std::vector<AutoMethodStats> GetAutoMethodStats();
+
 struct GrpcStats {
   std::array<GrpcModeStats, kNumAllocationModes> modes;  // by AllocationMode
   // kReuse: summed over the shared pools gRPC allocators use.
@@ -72,6 +88,7 @@ struct GrpcStats {
   uint64_t reuse_created = 0;     // MessagePoolStats::created
   uint64_t reuse_evictions = 0;   // evicted_by_guard + dropped_idle
   uint64_t reuse_in_use = 0;      // pooled messages on loan now
+  std::vector<AutoMethodStats> auto_methods;  // kAuto's choices
 };
 GrpcStats GetGrpcStats();
 

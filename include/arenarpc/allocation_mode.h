@@ -1,0 +1,31 @@
+// What a message is made of: heap objects, a pooled arena, a reused pooled
+// instance, or `auto` (measured per message type on live traffic).
+//
+//   absl::StatusOr<arenarpc::AllocationMode> m =
+//       arenarpc::ParseAllocationMode("auto");
+//   std::string_view name = arenarpc::AllocationModeName(*m);   // "auto"
+//
+// Thread safety: plain functions and values.
+#ifndef ARENARPC_ALLOCATION_MODE_H_
+#define ARENARPC_ALLOCATION_MODE_H_
+
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace arenarpc {
+
+// kHeap, kArena and kReuse are where messages live; kAuto picks one of
+// them per message type (and can change its pick when traffic shifts).
+enum class AllocationMode { kHeap = 0, kArena = 1, kReuse = 2, kAuto = 3 };
+// The modes a message can live in (arrays indexed by mode have this size).
+inline constexpr int kNumAllocationModes = 3;
+
+// "heap", "arena", "reuse" or "auto" (case-sensitive); InvalidArgument
+// otherwise.
+absl::StatusOr<AllocationMode> ParseAllocationMode(std::string_view name);
+std::string_view AllocationModeName(AllocationMode mode);
+
+}  // namespace arenarpc
+
+#endif  // ARENARPC_ALLOCATION_MODE_H_

@@ -1,0 +1,70 @@
+// Picks the cheapest mode from a stream of measured costs, with hysteresis:
+// the deciding half of AllocationMode::kAuto.
+//
+//   arenarpc::ModeChooser chooser;                 // starts on kArena
+//   chooser.Observe(probe.Measure(wire));          // per sampled message
+//   arenarpc::AllocationMode m = chooser.current();
+//
+// Each sample's costs are compared with the current mode's on the same bytes
+// (a ratio per mode, averaged). After min_samples the chooser moves to
+// another mode only when that mode is cheaper by more than `margin` and by
+// three standard errors, in `confirmations` samples in a row (the very
+// first move, at min_samples, needs no streak), so noise does not make it flap; a lasting
+// shift of the traffic moves it.
+//
+// Thread safety: Observe() from one thread at a time; current() and
+// snapshot() from any thread, concurrently with Observe().
+#ifndef ARENARPC_MODE_CHOOSER_H_
+#define ARENARPC_MODE_CHOOSER_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "arenarpc/allocation_mode.h"
+#include "arenarpc/cost_probe.h"
+
+namespace arenarpc {
+
+struct ModeChooserOptions {
+  AllocationMode initial = AllocationMode::kArena;  // before any sample
+  double alpha = 0.1;      // weight of a new sample in the averages
+  int min_samples = 8;     // samples before a move (also after one)
+  double margin = 0.03;    // how much cheaper a mode must be to move
+  int confirmations = 6;   // samples in a row it must be so
+};
+
+class ModeChooser {
+ public:
+  struct Snapshot {
+    AllocationMode mode = AllocationMode::kArena;
+    std::array<double, kNumAllocationModes> cost_ns = {};  // smoothed
+    uint64_t samples = 0;
+    uint64_t switches = 0;
+  };
+
+  explicit ModeChooser(const ModeChooserOptions& options = {});
+
+  // Folds one sample in (ignored unless costs.ok); returns the mode chosen.
+  AllocationMode Observe(const ModeCosts& costs);
+  AllocationMode current() const { return mode_.load(std::memory_order_relaxed); }
+  Snapshot snapshot() const;
+
+ private:
+  const ModeChooserOptions options_;
+  std::atomic<AllocationMode> mode_;
+  mutable std::mutex mu_;
+  Snapshot state_;       // guarded by mu_
+  int candidate_ = -1;   // guarded by mu_: the mode winning lately
+  int streak_ = 0;       // guarded by mu_: samples in a row it has won
+  int since_switch_ = 0;  // guarded by mu_
+  // Guarded by mu_: averaged cost ratio of each mode to the current one,
+  // and of its square (for the standard error).
+  std::array<double, kNumAllocationModes> ratio_mean_ = {};
+  std::array<double, kNumAllocationModes> ratio_square_ = {};
+};
+
+}  // namespace arenarpc
+
+#endif  // ARENARPC_MODE_CHOOSER_H_
