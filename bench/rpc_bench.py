@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The babylon RPC experiment on gRPC: the echo server in each allocation mode
-(heap, arena, reuse), driven by ghz at a fixed request rate.
+(plain gRPC with no allocator, heap, arena, reuse, auto), driven by ghz at a fixed request rate.
 
 For each mode: start `arenarpc_echo_server --port=0 --mode=M` (pinned to one
 core), warm it up, then run ghz --async --rps R for a fixed duration (pinned
@@ -130,7 +130,7 @@ def combine(rounds):
 
 def run_mode(mode, args, ghz, payload, outdir, tag):
     server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
-    server = Server(args.server, mode, server_core, args.server_args)
+    server = Server(args.server, "none" if mode == "plain" else mode, server_core, args.server_args)
     try:
         warm = os.path.join(tempfile.gettempdir(), f"arenarpc_ghz_{os.getpid()}_warmup.json")
         subprocess.run(pin(load_core, ghz_cmd(ghz, server.port, payload, args.rps, args.warmup, args, warm)),
@@ -192,8 +192,8 @@ def well_formed(r):
 
 def table(results):
     base = results[0]
-    lines = ["| mode | req | errors | p50 ms | p90 ms | p99 ms | p99.9 ms | CPU us/req | CPU vs heap | "
-             "p99 vs heap | peak RSS MiB | steady RSS MiB | RSS vs heap |",
+    lines = ["| mode | req | errors | p50 ms | p90 ms | p99 ms | p99.9 ms | CPU us/req | CPU vs first | "
+             "p99 vs first | peak RSS MiB | steady RSS MiB | RSS vs first |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         lines.append(
@@ -227,7 +227,7 @@ def plot(results, outdir):
     fig.savefig(paths[-1], dpi=110)
 
     fig, ax = plt.subplots(figsize=(5, 4))
-    ax.bar(modes, [r["cpu_us_per_request"] for r in results], color=["C0", "C1", "C2"][:len(modes)])
+    ax.bar(modes, [r["cpu_us_per_request"] for r in results], color=[f"C{i}" for i in range(len(modes))])
     ax.set_ylabel("server CPU, us per request")
     ax.set_title("Server CPU per request")
     fig.tight_layout()
@@ -254,7 +254,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--server", help="arenarpc_echo_server binary")
     ap.add_argument("--payload_tool", help="arenarpc_echo_payload binary")
-    ap.add_argument("--modes", default="heap,arena,reuse")
+    ap.add_argument("--modes", default="plain,heap,arena,reuse,auto",
+                    help="plain = no allocator installed (the baseline ratios are quoted against)")
     ap.add_argument("--rps", type=int, default=60,
                     help="fixed request rate; 60 keeps the heap server near 25%% of its core here")
     ap.add_argument("--duration", type=int, default=20, help="measured seconds per mode and round")
@@ -301,7 +302,7 @@ def main():
     header = (f"Echo of a {size} B request (scale {args.scale}), {args.rps} req/s, {args.rounds} rounds x "
               f"{args.duration} s per mode (modes interleaved, each after {args.warmup} s warm-up), "
               f"ghz --async, {args.connections} connections; server and ghz pinned to different "
-              f"cores. Figures are medians over rounds (peak RSS: max); ratios are vs heap.")
+              f"cores. Figures are medians over rounds (peak RSS: max); ratios are vs the first mode (plain: no allocator installed).")
     text = header + "\n\n" + table(results) + "\n"
     print(text)
     with open(os.path.join(outdir, "rpc_results.json"), "w") as f:

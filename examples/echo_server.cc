@@ -31,7 +31,8 @@ ABSL_FLAG(std::string, host, "127.0.0.1",
           "address to listen on (0.0.0.0 or [::] for every interface)");
 ABSL_FLAG(int, port, 50051, "port to listen on; 0 picks a free port");
 ABSL_FLAG(std::string, mode, "arena",
-          "allocation mode of the Echo method: heap, arena, reuse or auto");
+          "allocation mode of the Echo method: heap, arena, reuse or auto; "
+          "none installs no allocator (plain gRPC, the baseline)");
 ABSL_FLAG(int, max_receive_bytes, 4 << 20, "largest request accepted");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, time given to calls in flight");
@@ -49,15 +50,19 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  const bool plain = absl::GetFlag(FLAGS_mode) == "none";
   absl::StatusOr<arenarpc::AllocationMode> mode =
-      arenarpc::ParseAllocationMode(absl::GetFlag(FLAGS_mode));
+      plain ? arenarpc::AllocationMode::kHeap
+            : arenarpc::ParseAllocationMode(absl::GetFlag(FLAGS_mode));
   if (!mode.ok()) {
-    std::fprintf(stderr, "%s\n", mode.status().ToString().c_str());
+    std::fprintf(stderr, "%s (or none)\n", mode.status().ToString().c_str());
     return 2;
   }
 
   arenarpc::echo::EchoServiceImpl service;
-  arenarpc::echo::InstallEchoServiceAllocators(&service, *mode);  // one line
+  if (!plain) {
+    arenarpc::echo::InstallEchoServiceAllocators(&service, *mode);  // one line
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -75,7 +80,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fprintf(stderr, "mode %s (effective %s)\n",
-               std::string(arenarpc::AllocationModeName(*mode)).c_str(),
+               plain ? "none" : std::string(arenarpc::AllocationModeName(*mode)).c_str(),
                std::string(arenarpc::AllocationModeName(
                                arenarpc::EffectiveAllocationMode(*mode)))
                    .c_str());

@@ -36,7 +36,10 @@ class PagePool::Source final : public internal::PointerCache {
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) return 0;
     ARENARPC_POISON(mem, n * ps);
-    for (size_t i = 0; i < n; ++i) out[i] = static_cast<char*>(mem) + i * ps;
+    for (size_t i = 0; i < n; ++i) {
+      out[i] = static_cast<char*>(mem) + i * ps;
+      ARENARPC_LSAN_ROOT(out[i], ps);  // unmapped one by one: one region each
+    }
     if (ARENARPC_DEBUG_CHECKS) {
       std::lock_guard<std::mutex> lock(pool_->debug_->mu);
       for (size_t i = 0; i < n; ++i) pool_->debug_->in_use[out[i]] = false;
@@ -54,6 +57,7 @@ class PagePool::Source final : public internal::PointerCache {
     for (size_t i = 0; i < n; ++i) {
       // ASan wants the range clean before the OS may map it again elsewhere.
       ARENARPC_UNPOISON(pages[i], ps);
+      ARENARPC_LSAN_UNROOT(pages[i], ps);
       munmap(pages[i], ps);
     }
     pool_->os_released_.fetch_add(n, std::memory_order_relaxed);
