@@ -69,6 +69,12 @@ std::string GuardOf(const std::string& path) {
 
 class Generator final : public google::protobuf::compiler::CodeGenerator {
  public:
+  // The output names only services and message types, so proto3 `optional`
+  // fields change nothing here; without this, protoc refuses files that use
+  // them (pubsub.proto in bench/corpus).
+  uint64_t GetSupportedFeatures() const override {
+    return FEATURE_PROTO3_OPTIONAL;
+  }
   bool Generate(const FileDescriptor* file, const std::string& parameter,
                 GeneratorContext* context, std::string* error) const override {
     (void)parameter;

@@ -1,0 +1,270 @@
+// arenarpc_corpus_server: every corpus service (README.md) in one gRPC
+// callback-API server, with a start-up allocation mode.
+//
+//   arenarpc_corpus_server --port=0 --mode=arena   # "listening on 127.0.0.1:N"
+//   arenarpc_corpus_payload --service=pubsub_publish --count=1 --out=/tmp/p
+//   ghz --insecure --proto bench/corpus/protos/google/pubsub/v1/pubsub.proto
+//       --import-paths bench/corpus/protos
+//       --call google.pubsub.v1.Publisher.Publish
+//       -B /tmp/p/pubsub_publish_0000.bin -n 10 127.0.0.1:N
+//
+// --mode=none installs no allocator: plain gRPC, what users run today, the
+// baseline. Any other mode goes through arenarpc::ParseAllocationMode and
+// the generated Install<Service>Allocators of each service. At exit, in
+// --mode=auto, prints each method's choice to stderr ("auto: <method> chose
+// <mode> ..."). Each handler walks the request as a real handler would (the corpus walk), fills the
+// corpus response and finishes OK; nothing is printed per call. SIGTERM or
+// SIGINT shuts the server down and exits 0.
+#include <grpcpp/grpcpp.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "arenarpc/grpc/server.h"
+#include "arenarpc/grpc/stats.h"
+#include "corpus.h"
+#include "etcd/etcdserver/etcdserverpb/rpc.arenarpc.h"
+#include "google/logging/v2/logging.arenarpc.h"
+#include "google/pubsub/v1/pubsub.arenarpc.h"
+#include "grpc/health/v1/health.arenarpc.h"
+#include "opentelemetry/proto/collector/logs/v1/logs_service.arenarpc.h"
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.arenarpc.h"
+#include "opentelemetry/proto/collector/trace/v1/trace_service.arenarpc.h"
+#include "storage.arenarpc.h"
+
+ABSL_FLAG(std::string, host, "127.0.0.1", "address to listen on");
+ABSL_FLAG(int, port, 50051, "port to listen on; 0 picks a free port");
+ABSL_FLAG(std::string, mode, "arena",
+          "none (no allocator: plain gRPC), heap, arena, reuse or auto");
+ABSL_FLAG(int, max_receive_bytes, 16 << 20,
+          "largest request accepted (the corpus's largest is ~4 MB)");
+ABSL_FLAG(int, shutdown_grace_ms, 5000,
+          "on SIGTERM/SIGINT, time given to calls in flight");
+
+namespace {
+
+namespace corpus = arenarpc::corpus;
+namespace otlp_collector = ::opentelemetry::proto::collector;
+
+// Keeps the walk's result alive without sharing a cache line between
+// threads (a shared counter would be a benchmark artefact).
+thread_local uint64_t walk_sink = 0;
+
+const corpus::Service& Find(const char* name) {
+  const corpus::Service* s = corpus::FindService(name);
+  if (s == nullptr) {
+    std::fprintf(stderr, "corpus service %s missing\n", name);
+    std::abort();
+  }
+  return *s;
+}
+
+grpc::ServerUnaryReactor* Handle(const corpus::Service& service,
+                                 grpc::CallbackServerContext* context,
+                                 const google::protobuf::Message& request,
+                                 google::protobuf::Message* response) {
+  walk_sink += service.walk(request);
+  service.respond(request, response);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+// One CallbackService per corpus service, overriding the method it serves
+// (the others answer UNIMPLEMENTED, as gRPC's generated defaults do).
+class HealthImpl final : public ::grpc::health::v1::Health::CallbackService {
+  grpc::ServerUnaryReactor* Check(
+      grpc::CallbackServerContext* context,
+      const ::grpc::health::v1::HealthCheckRequest* request,
+      ::grpc::health::v1::HealthCheckResponse* response) override {
+    return Handle(service_, context, *request, response);
+  }
+  const corpus::Service& service_ = Find("health");
+};
+
+class OtlpTraceImpl final
+    : public otlp_collector::trace::v1::TraceService::CallbackService {
+  grpc::ServerUnaryReactor* Export(
+      grpc::CallbackServerContext* context,
+      const otlp_collector::trace::v1::ExportTraceServiceRequest* request,
+      otlp_collector::trace::v1::ExportTraceServiceResponse* response)
+      override {
+    return Handle(service_, context, *request, response);
+  }
+  const corpus::Service& service_ = Find("otlp_trace");
+};
+
+class OtlpMetricsImpl final
+    : public otlp_collector::metrics::v1::MetricsService::CallbackService {
+  grpc::ServerUnaryReactor* Export(
+      grpc::CallbackServerContext* context,
+      const otlp_collector::metrics::v1::ExportMetricsServiceRequest* request,
+      otlp_collector::metrics::v1::ExportMetricsServiceResponse* response)
+      override {
+    return Handle(service_, context, *request, response);
+  }
+  const corpus::Service& service_ = Find("otlp_metrics");
+};
+
+class OtlpLogsImpl final
+    : public otlp_collector::logs::v1::LogsService::CallbackService {
+  grpc::ServerUnaryReactor* Export(
+      grpc::CallbackServerContext* context,
+      const otlp_collector::logs::v1::ExportLogsServiceRequest* request,
+      otlp_collector::logs::v1::ExportLogsServiceResponse* response) override {
+    return Handle(service_, context, *request, response);
+  }
+  const corpus::Service& service_ = Find("otlp_logs");
+};
+
+class PublisherImpl final
+    : public ::google::pubsub::v1::Publisher::CallbackService {
+  grpc::ServerUnaryReactor* Publish(
+      grpc::CallbackServerContext* context,
+      const ::google::pubsub::v1::PublishRequest* request,
+      ::google::pubsub::v1::PublishResponse* response) override {
+    return Handle(service_, context, *request, response);
+  }
+  const corpus::Service& service_ = Find("pubsub_publish");
+};
+
+class LoggingImpl final
+    : public ::google::logging::v2::LoggingServiceV2::CallbackService {
+  grpc::ServerUnaryReactor* WriteLogEntries(
+      grpc::CallbackServerContext* context,
+      const ::google::logging::v2::WriteLogEntriesRequest* request,
+      ::google::logging::v2::WriteLogEntriesResponse* response) override {
+    return Handle(service_, context, *request, response);
+  }
+  const corpus::Service& service_ = Find("logging_write");
+};
+
+class KvImpl final : public ::etcdserverpb::KV::CallbackService {
+  grpc::ServerUnaryReactor* Txn(
+      grpc::CallbackServerContext* context,
+      const ::etcdserverpb::TxnRequest* request,
+      ::etcdserverpb::TxnResponse* response) override {
+    return Handle(service_, context, *request, response);
+  }
+  const corpus::Service& service_ = Find("etcd_txn");
+};
+
+class HoraedbImpl final : public ::storage::StorageService::CallbackService {
+  grpc::ServerUnaryReactor* Write(grpc::CallbackServerContext* context,
+                                  const ::storage::WriteRequest* request,
+                                  ::storage::WriteResponse* response) override {
+    return Handle(service_, context, *request, response);
+  }
+  const corpus::Service& service_ = Find("horaedb_write");
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+
+  // Block the signals in every thread (gRPC's threads inherit the mask), and
+  // take them synchronously below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const std::string mode_name = absl::GetFlag(FLAGS_mode);
+  std::optional<arenarpc::AllocationMode> mode;  // empty: none
+  if (mode_name != "none") {
+    absl::StatusOr<arenarpc::AllocationMode> parsed =
+        arenarpc::ParseAllocationMode(mode_name);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "%s\n", parsed.status().ToString().c_str());
+      return 2;
+    }
+    mode = *parsed;
+  }
+
+  HealthImpl health;
+  OtlpTraceImpl otlp_trace;
+  OtlpMetricsImpl otlp_metrics;
+  OtlpLogsImpl otlp_logs;
+  PublisherImpl publisher;
+  LoggingImpl logging;
+  KvImpl kv;
+  HoraedbImpl horaedb;
+  int installed = 0;
+  if (mode.has_value()) {
+    installed += ::grpc::health::v1::InstallHealthAllocators(&health, *mode);
+    installed += otlp_collector::trace::v1::InstallTraceServiceAllocators(
+        &otlp_trace, *mode);
+    installed += otlp_collector::metrics::v1::InstallMetricsServiceAllocators(
+        &otlp_metrics, *mode);
+    installed += otlp_collector::logs::v1::InstallLogsServiceAllocators(
+        &otlp_logs, *mode);
+    installed +=
+        ::google::pubsub::v1::InstallPublisherAllocators(&publisher, *mode);
+    installed += ::google::logging::v2::InstallLoggingServiceV2Allocators(
+        &logging, *mode);
+    installed += ::etcdserverpb::InstallKVAllocators(&kv, *mode);
+    installed += ::storage::InstallStorageServiceAllocators(&horaedb, *mode);
+  }
+
+  grpc::ServerBuilder builder;
+  int port = 0;
+  const std::string host = absl::GetFlag(FLAGS_host);
+  builder.AddListeningPort(absl::StrCat(host, ":", absl::GetFlag(FLAGS_port)),
+                           grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_bytes));
+  for (grpc::Service* s : std::initializer_list<grpc::Service*>{
+           &health, &otlp_trace, &otlp_metrics, &otlp_logs, &publisher,
+           &logging, &kv, &horaedb}) {
+    builder.RegisterService(s);
+  }
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::fprintf(stderr, "cannot listen on %s:%d\n", host.c_str(),
+                 absl::GetFlag(FLAGS_port));
+    return 1;
+  }
+  if (mode.has_value()) {
+    std::fprintf(stderr, "mode %s (effective %s), allocators on %d methods\n",
+                 std::string(arenarpc::AllocationModeName(*mode)).c_str(),
+                 std::string(arenarpc::AllocationModeName(
+                                 arenarpc::EffectiveAllocationMode(*mode)))
+                     .c_str(),
+                 installed);
+  } else {
+    std::fprintf(stderr, "mode none (plain gRPC, no allocator)\n");
+  }
+  std::printf("listening on %s:%d\n", host.c_str(), port);
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::fprintf(stderr, "signal %d: shutting down\n", signal_number);
+  server->Shutdown(
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
+  server->Wait();
+  for (const arenarpc::AutoMethodStats& m : arenarpc::GetAutoMethodStats()) {
+    std::fprintf(stderr,
+                 "auto: %s chose %s (cost us heap %.1f arena %.1f reuse %.1f; "
+                 "%llu samples, %llu switches, %llu dropped)\n",
+                 m.method.c_str(),
+                 std::string(arenarpc::AllocationModeName(m.mode)).c_str(),
+                 m.cost_us[0], m.cost_us[1], m.cost_us[2],
+                 static_cast<unsigned long long>(m.samples),
+                 static_cast<unsigned long long>(m.switches),
+                 static_cast<unsigned long long>(m.dropped));
+  }
+  return 0;
+}

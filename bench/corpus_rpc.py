@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Every corpus service through real gRPC, in every configuration a user has.
+
+For each service of bench/corpus (third-party .proto files, realistic
+payloads), `arenarpc_corpus_server` runs in each configuration:
+  plain            no allocator installed (what gRPC users have today), glibc
+  plain+mimalloc   the same with mimalloc preloaded (the zero-code alternative)
+  plain+tcmalloc   the same with tcmalloc preloaded
+  heap, arena, reuse, auto   arenarpc's modes (glibc)
+driven by ghz at a fixed rate (pinned to the other core) with the service's
+typical request. Recorded per run: server CPU per call (utime+stime from
+/proc over the measured window, measuring thread included), p50/p99 latency,
+peak RSS (VmHWM), errors. Configurations run interleaved, round by round;
+medians over rounds are reported, with every ratio against `plain` in the
+same round set.
+
+  bench/corpus_rpc.py --rounds 3 --out docs/raw/corpus_rpc     # full
+  bench/corpus_rpc.py --smoke                                     # tests
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rpc_bench  # noqa: E402  (Server, cpu_seconds, pin, percentile, ...)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROTOS = os.path.join(ROOT, "bench", "corpus", "protos")
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+CONFIGS = {
+    "plain": ("none", None),
+    "plain+mimalloc": ("none", "libmimalloc.so.2"),
+    "plain+tcmalloc": ("none", "libtcmalloc.so.4"),
+    "heap": ("heap", None),
+    "arena": ("arena", None),
+    "reuse": ("reuse", None),
+    "auto": ("auto", None),
+}
+
+
+def services(build):
+    out = subprocess.run([os.path.join(build, "bench", "corpus", "arenarpc_corpus_payload"), "--list_json"],
+                         check=True, capture_output=True, text=True).stdout
+    return [json.loads(l) for l in out.splitlines() if l.strip()]
+
+
+def payload(build, name, outdir):
+    """The service's typical request: the median-size one of its mix."""
+    d = os.path.join(outdir, "payload_" + name)
+    os.makedirs(d, exist_ok=True)
+    subprocess.run([os.path.join(build, "bench", "corpus", "arenarpc_corpus_payload"),
+                    f"--service={name}", "--seed=1", "--count=100", f"--out={d}"],
+                   check=True, capture_output=True)
+    files = sorted((os.path.getsize(os.path.join(d, f)), f) for f in os.listdir(d) if f.endswith(".bin"))
+    size, f = files[len(files) // 2]
+    return os.path.join(d, f), size
+
+
+def protoset(proto, outdir):
+    out = os.path.join(outdir, os.path.basename(proto) + ".protoset")
+    subprocess.run(["protoc", f"-I{PROTOS}", "--include_imports", f"--descriptor_set_out={out}",
+                    os.path.join(PROTOS, proto)], check=True)
+    return out
+
+
+def rate_for(size):
+    """Calls/s: ghz's Go client marshals each request (~0.3 us/byte of
+    dynamic message here), so large requests get lower rates."""
+    return int(min(1000, max(20, 6e6 / max(size, 1))))
+
+
+def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
+    mode, preload = CONFIGS[config]
+    server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
+    env_before = os.environ.get("LD_PRELOAD")
+    if preload:
+        os.environ["LD_PRELOAD"] = os.path.join(LIBDIR, preload)
+    try:
+        server = rpc_bench.Server(args.server, mode, server_core, [])
+    finally:
+        if env_before is None:
+            os.environ.pop("LD_PRELOAD", None)
+        else:
+            os.environ["LD_PRELOAD"] = env_before
+    call = svc["method"].lstrip("/").replace("/", ".")
+    warmup = max(args.warmup, 300.0 / rps) if config == "auto" else args.warmup
+
+    def ghz(seconds, out_json):
+        return rpc_bench.pin(load_core, [
+            args.ghz, "--insecure", "--async", f"--rps={rps}", f"--duration={seconds}s",
+            "--connections=1", "--concurrency=8", "--cpus=1", "--timeout=20s",
+            f"--protoset={pb}", f"--call={call}", f"--binary-file={payload_file}",
+            "--format=json", f"--output={out_json}", f"127.0.0.1:{server.port}"])
+    try:
+        warm = os.path.join(tempfile.gettempdir(), f"arenarpc_corpus_warm_{os.getpid()}.json")
+        subprocess.run(ghz(round(warmup, 1), warm), check=True, capture_output=True)
+        cpu0 = rpc_bench.cpu_seconds(server.proc.pid)
+        report_path = os.path.join(outdir, f"ghz_{tag}.json")
+        cmd = ghz(args.duration, report_path)
+        subprocess.run(cmd, check=True, capture_output=True)
+        cpu1 = rpc_bench.cpu_seconds(server.proc.pid)
+        peak = rpc_bench.status_kib(server.proc.pid, "VmHWM") / 1024.0
+    finally:
+        rc = server.stop()
+    # The server prints kAuto's choices at exit: "auto: <method> chose <mode> ...".
+    time.sleep(0.2)
+    chose = [l.split(" chose ")[1].split()[0] for l in server.log if l.startswith("auto: ") and " chose " in l]
+    with open(report_path) as f:
+        report = json.load(f)
+    # Keep only the summary: per-call details would make the kept raw output large.
+    details = report.pop("details", None) or []
+    with open(report_path, "w") as f:
+        json.dump(report, f)
+    ok = sorted(d["latency"] / 1e6 for d in details if d.get("status") == "OK")
+    cut = [d for d in details if d.get("status") != "OK" and any(
+        m in (d.get("error") or "") for m in rpc_bench.CUT_AT_END)]
+    requests = len(details) - len(cut)
+    return {
+        "service": svc["name"], "config": config, "rps": rps, "requests": requests,
+        "errors": requests - len(ok), "cpu_us_per_call": (cpu1 - cpu0) / max(requests, 1) * 1e6,
+        "p50_ms": rpc_bench.percentile(ok, 50), "p99_ms": rpc_bench.percentile(ok, 99),
+        "peak_rss_mib": peak, "server_exit_code": rc, "ghz_command": " ".join(cmd),
+        "auto_chose": ",".join(chose),
+    }
+
+
+def combine(runs):
+    out = dict(runs[0])
+    for k in ["cpu_us_per_call", "p50_ms", "p99_ms", "peak_rss_mib"]:
+        out[k] = statistics.median(r[k] for r in runs)
+    out["requests"] = sum(r["requests"] for r in runs)
+    out["errors"] = sum(r["errors"] for r in runs)
+    out["server_exit_code"] = max(abs(r["server_exit_code"]) for r in runs)
+    out["cpu_us_rounds"] = [round(r["cpu_us_per_call"], 1) for r in runs]
+    out["auto_chose"] = "/".join(sorted(set(r["auto_chose"] for r in runs if r["auto_chose"])))
+    return out
+
+
+def table(results, configs):
+    by = {(r["service"], r["config"]): r for r in results}
+    names = list(dict.fromkeys(r["service"] for r in results))
+    lines = ["| service | request | " + " | ".join(f"{c} CPU us" for c in configs) +
+             " | arena / plain | arena / plain+mimalloc | reuse / arena | auto / best fixed | "
+             "auto chose |",
+             "|---|---:|" + "---:|" * len(configs) + "---:|---:|---:|---:|---|"]
+    for n in names:
+        row = [by[(n, c)]["cpu_us_per_call"] if (n, c) in by else float("nan") for c in configs]
+        get = lambda c: by[(n, c)]["cpu_us_per_call"] if (n, c) in by else float("nan")
+        best = min(get(c) for c in ("heap", "arena", "reuse") if (n, c) in by) if any(
+            (n, c) in by for c in ("heap", "arena", "reuse")) else float("nan")
+        size = by[(n, configs[0])].get("request_bytes", 0)
+        chose = by.get((n, "auto"), {}).get("auto_chose", "")
+        lines.append(f"| {n} | {size / 1024:.1f} KiB | " + " | ".join(f"{v:.0f}" for v in row) +
+                     f" | {get('arena') / get('plain'):.2f} | {get('arena') / get('plain+mimalloc'):.2f}"
+                     f" | {get('reuse') / get('arena'):.2f} | {get('auto') / best:.2f} | {chose} |")
+    lines += ["", "| service | " + " | ".join(f"{c} peak RSS MiB" for c in configs) + " | " +
+              " | ".join(f"{c} p99 ms" for c in configs) + " |",
+              "|---|" + "---:|" * (2 * len(configs))]
+    for n in names:
+        lines.append(f"| {n} | " + " | ".join(
+            f"{by[(n, c)]['peak_rss_mib']:.0f}" if (n, c) in by else "" for c in configs) + " | " +
+            " | ".join(f"{by[(n, c)]['p99_ms']:.2f}" if (n, c) in by else "" for c in configs) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    p.add_argument("--out", default=os.path.join(ROOT, "out", "corpus_rpc"))
+    p.add_argument("--services", default="", help="comma-separated (default: all)")
+    p.add_argument("--configs", default=",".join(CONFIGS))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--duration", type=float, default=8)
+    p.add_argument("--warmup", type=float, default=3)
+    p.add_argument("--smoke", action="store_true", help="1 round of 1 s per configuration")
+    args = p.parse_args()
+    if args.smoke:
+        args.rounds, args.duration, args.warmup = 1, 1, 0.5
+    args.server = os.path.join(args.build, "bench", "corpus", "arenarpc_corpus_server")
+    args.ghz = rpc_bench.find_ghz()
+    os.makedirs(args.out, exist_ok=True)
+    configs = [c for c in args.configs.split(",") if c]
+    wanted = [s for s in args.services.split(",") if s]
+    svcs = [s for s in services(args.build) if not wanted or s["name"] in wanted]
+    runs = {}
+    for rnd in range(args.rounds):
+        for svc in svcs:
+            pf, size = payload(args.build, svc["name"], args.out)
+            pb = protoset(svc["proto"], args.out)
+            rps = rate_for(size)
+            order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
+            for config in order:
+                tag = f"{svc['name']}_{config.replace('+', '_')}_r{rnd}"
+                r = run_one(args, svc, config, pb, pf, rps, args.out, tag)
+                r["request_bytes"] = size
+                runs.setdefault((svc["name"], config), []).append(r)
+                print(f"round {rnd} {svc['name']:>14} {config:>15}: {r['cpu_us_per_call']:9.1f} us/call "
+                      f"p99 {r['p99_ms']:7.2f} ms peak {r['peak_rss_mib']:6.0f} MiB errors {r['errors']}",
+                      flush=True)
+    results = [combine(v) for v in runs.values()]
+    with open(os.path.join(args.out, "corpus_rpc.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    text = table(results, configs)
+    with open(os.path.join(args.out, "corpus_rpc.md"), "w") as f:
+        f.write(text + "\n")
+    print(text)
+    bad = [r for r in results if r["errors"] or r["server_exit_code"] or r["requests"] == 0]
+    for r in bad:
+        print(f"FAILED: {r['service']} {r['config']}: {r['errors']} errors, exit {r['server_exit_code']}, "
+              f"{r['requests']} calls", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
