@@ -94,7 +94,9 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         return rpc_bench.pin(load_core, [
             args.ghz, "--insecure", "--async", f"--rps={rps}", f"--duration={seconds}s",
             "--connections=1", "--concurrency=8", "--cpus=1", "--timeout=20s",
-            f"--protoset={pb}", f"--call={call}", f"--binary-file={payload_file}",
+            f"--protoset={pb}", f"--call={call}",
+            # ghz refuses an empty --binary-file; an empty message as JSON is the same bytes.
+            f"--binary-file={payload_file}" if os.path.getsize(payload_file) else "--data={}",
             "--format=json", f"--output={out_json}", f"127.0.0.1:{server.port}"])
     try:
         warm = os.path.join(tempfile.gettempdir(), f"arenarpc_corpus_warm_{os.getpid()}.json")

@@ -83,7 +83,7 @@ class Server:
                 break
             self.log.append(line)
             if line.startswith("listening on"):
-                self.port = int(line.split()[-1])
+                self.port = int(line.split()[-1].rsplit(":", 1)[-1])
                 break
         if self.port is None:
             self.proc.kill()

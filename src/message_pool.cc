@@ -83,6 +83,7 @@ MessagePoolCore::MessagePoolCore(const Message* prototype,
       prototype_(prototype),
       reuse_limit_(prototype != nullptr ? ReuseLimit(prototype->GetDescriptor())
                                         : std::string()),
+      fresh_arenas_(!reuse_limit_.empty() && !options.reuse_lossy_types),
       bound_(options.hard_cap_bytes) {
   ARENARPC_CHECK(prototype != nullptr, "MessagePool: null prototype");
   cache_ = std::make_unique<Cache>(this, options);
@@ -115,6 +116,15 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   Message* m = e->message;
   ARENARPC_DCHECK(m->GetDescriptor() == prototype_->GetDescriptor(),
                   "MessagePool: message returned to the wrong pool");
+  if (fresh_arenas_) {
+    // Clear() cannot keep this type: no walk, no guard (nothing is kept);
+    // the arena goes back to the page pool, as in arena mode.
+    in_use_.Add(-1);
+    fresh_.Add(1);
+    e->Clear();
+    cache_->Push(e);
+    return;
+  }
   // The content size, where it costs nothing or on a random sample.
   size_t size = size_hint;
   if (size == 0) {
@@ -206,6 +216,7 @@ MessagePoolStats MessagePoolCore::Stats() const {
   s.evicted_by_guard = evicted_.load(std::memory_order_relaxed);
   s.rebuilt_garbage = garbage_.load(std::memory_order_relaxed);
   s.rebuilt_aged = aged_.load(std::memory_order_relaxed);
+  s.fresh_arena_returns = static_cast<uint64_t>(std::max<int64_t>(0, fresh_.Sum()));
   s.dropped_idle = dropped_.load(std::memory_order_relaxed);
   s.in_use = static_cast<uint64_t>(std::max<int64_t>(0, in_use_.Sum()));
   s.idle = c.in_depot + c.in_threads;

@@ -47,8 +47,17 @@ Envelope RandomEnvelope(std::mt19937& rng) {
   return e;
 }
 
+// These tests are about reuse itself, on types Clear() cannot keep whole
+// (Envelope, Node): reuse them anyway (the default gives them fresh arenas,
+// TypeClearCannotKeepGetsAFreshArenaEachUse).
+MessagePoolOptions Reusing() {
+  MessagePoolOptions o;
+  o.reuse_lossy_types = true;
+  return o;
+}
+
 TEST(MessagePoolTest, AcquiredMessageIsEmpty) {
-  MessagePool<Node> pool;
+  MessagePool<Node> pool(Reusing());
   std::mt19937 rng(1);
   for (int i = 0; i < 20; ++i) {
     {
@@ -89,8 +98,8 @@ TEST(MessagePoolTest, ExtensionsAreCleared) {
 // Property: parsing into a reused instance gives exactly what a fresh parse
 // gives, presence included, whatever the previous contents were.
 TEST(MessagePoolTest, ReusedParseEqualsFreshParse) {
-  MessagePool<Envelope> envelopes;
-  MessagePool<Node> nodes;
+  MessagePool<Envelope> envelopes(Reusing());
+  MessagePool<Node> nodes(Reusing());
   std::mt19937 rng(2024);
   for (int i = 0; i < 400; ++i) {
     const Envelope source = RandomEnvelope(rng);
@@ -168,8 +177,9 @@ TEST(MessagePoolTest, KeepsTheCapacityOfRepeatedFields) {
 
 TEST(MessagePoolTest, AbandonedSubtreesAreBoundedAndRebuilt) {
   // Body's bulk sits under a has-bit-less field: Clear() cannot keep it.
-  MessagePoolOptions o;
+  MessagePoolOptions o = Reusing();
   o.rebuild_every = 0;
+  o.reuse_lossy_types = true;
   MessagePool<Envelope> pool(o);
   std::mt19937 rng(3);
   Envelope e;
@@ -192,10 +202,39 @@ TEST(MessagePoolTest, AbandonedSubtreesAreBoundedAndRebuilt) {
   EXPECT_LE(s.retained_bytes, 2 * fresh.SpaceAllocated() + (64 << 10));
 }
 
+TEST(MessagePoolTest, TypeClearCannotKeepGetsAFreshArenaEachUse) {
+  // Envelope: Clear() drops `body` (ReuseLimit): by default no Clear(), no
+  // walk, the arena is reset on return, and nothing stays held.
+  MessagePool<Envelope> lossy;
+  MessagePool<test::Batch> whole;
+  std::mt19937 rng(8);
+  for (int i = 0; i < 40; ++i) {
+    const Envelope e = RandomEnvelope(rng);
+    const std::string wire = e.SerializeAsString();
+    auto m = lossy.Acquire();
+    EXPECT_EQ(m->ByteSizeLong(), 0u);  // empty, whatever came before
+    ASSERT_TRUE(m->ParseFromString(wire));
+    EXPECT_TRUE(MessageDifferencer::Equals(*m, e));
+    test::Batch b;
+    FillBatch(rng, 5, &b);
+    auto n = whole.Acquire();
+    ASSERT_TRUE(n.ParseFrom(b.SerializeAsString()));
+  }
+  const MessagePoolStats s = lossy.Stats();
+  EXPECT_EQ(s.fresh_arena_returns, 40u);
+  EXPECT_EQ(s.created, 40u);
+  EXPECT_EQ(s.reuse_hits, 0u);
+  EXPECT_EQ(s.retained_bytes, 0u);
+  EXPECT_EQ(s.idle, 1u);
+  const MessagePoolStats w = whole.Stats();
+  EXPECT_EQ(w.fresh_arena_returns, 0u);
+  EXPECT_EQ(w.created, 1u);
+}
+
 TEST(MessagePoolTest, TwoPoolsAlternatingOnOneThreadEachSeeTheirTraffic) {
   // Sizes taken by a ByteSizeLong() walk on sampled returns (no hint): a
   // shared per-thread tick would sample only one of two alternating pools.
-  MessagePoolOptions o;
+  MessagePoolOptions o = Reusing();
   o.hard_cap_bytes = 8 << 20;
   o.min_bound_bytes = 1024;
   o.sample_every = 4;
@@ -226,7 +265,7 @@ TEST(MessagePoolTest, TwoPoolsAlternatingOnOneThreadEachSeeTheirTraffic) {
 }
 
 TEST(MessagePoolTest, MalformedInputFailsAndLosesNothing) {
-  MessagePool<Envelope> pool;
+  MessagePool<Envelope> pool(Reusing());
   std::mt19937 rng(4);
   Envelope good;
   FillBody(rng, 50, good.mutable_body());
@@ -245,7 +284,7 @@ TEST(MessagePoolTest, MalformedInputFailsAndLosesNothing) {
 }
 
 TEST(MessagePoolTest, GuardEvictsAnInstanceThatGrewPastTheHardCap) {
-  MessagePoolOptions o;
+  MessagePoolOptions o = Reusing();
   o.hard_cap_bytes = 20000;
   o.min_bound_bytes = 1000;
   MessagePool<Envelope> pool(o);
@@ -274,7 +313,7 @@ TEST(MessagePoolTest, GuardEvictsAnInstanceThatGrewPastTheHardCap) {
 }
 
 TEST(MessagePoolTest, BoundAdaptsToRecentSizes) {
-  MessagePoolOptions o;
+  MessagePoolOptions o = Reusing();
   o.hard_cap_bytes = 10 << 20;
   o.min_bound_bytes = 1024;
   MessagePool<Envelope> pool(o);
@@ -296,7 +335,7 @@ TEST(MessagePoolTest, BoundAdaptsToRecentSizes) {
 }
 
 TEST(MessagePoolTest, BurstOfHugeMessagesLeavesNothingAboveTheBound) {
-  MessagePoolOptions o;
+  MessagePoolOptions o = Reusing();
   o.min_bound_bytes = 1024;
   MessagePool<test::Batch> pool(o);
   std::mt19937 rng(9);
@@ -332,7 +371,7 @@ TEST(MessagePoolTest, BurstOfHugeMessagesLeavesNothingAboveTheBound) {
 }
 
 TEST(MessagePoolTest, IdleInstancesAreBounded) {
-  MessagePoolOptions o;
+  MessagePoolOptions o = Reusing();
   o.idle_per_thread = 2;
   o.idle_max = 3;
   MessagePool<Node> pool(o);
@@ -348,7 +387,7 @@ TEST(MessagePoolTest, IdleInstancesAreBounded) {
 }
 
 TEST(MessagePoolTest, HandlesMoveAndResetEarly) {
-  MessagePool<Node> pool;
+  MessagePool<Node> pool(Reusing());
   auto a = pool.Acquire();
   a->set_name("a");
   PooledMessage<Node> b = std::move(a);
@@ -364,7 +403,7 @@ TEST(MessagePoolTest, DynamicPrototypePool) {
   google::protobuf::DynamicMessageFactory factory;
   const google::protobuf::Message* prototype =
       factory.GetPrototype(Envelope::descriptor());
-  MessagePool<google::protobuf::Message> pool(prototype);
+  MessagePool<google::protobuf::Message> pool(prototype, Reusing());
   std::mt19937 rng(7);
   for (int i = 0; i < 100; ++i) {
     const std::string wire = test::Deterministic(RandomEnvelope(rng));
@@ -379,7 +418,7 @@ TEST(MessagePoolTest, DynamicPrototypePool) {
 }
 
 TEST(MessagePoolTest, StatsCountRetainedArenaBytes) {
-  MessagePool<Envelope> pool;
+  MessagePool<Envelope> pool(Reusing());
   std::mt19937 rng(8);
   Envelope e;
   FillBody(rng, 100, e.mutable_body());

@@ -15,12 +15,17 @@
 //
 // Each pooled instance lives on an arena of its own (pooled pages). Reuse
 // keeps what protobuf keeps on Clear(): the elements and capacity of
-// repeated fields, string buffers, sub-messages with a has-bit. What Clear()
-// does not keep (on protobuf 3.21: proto3 singular message fields without
-// has-bit, oneof members, map entries) is abandoned on the instance's arena
-// instead of being freed, so it costs an arena allocation on the next use,
-// not a malloc/free pair; that is why reuse never does worse than an arena
-// on such types. The abandoned bytes are bounded (below).
+// repeated fields, string buffers, sub-messages with a has-bit. Some types
+// Clear() cannot keep whole (on protobuf 3.21: proto3 singular message
+// fields without has-bit, oneof members, map entries; ReuseLimit() names the
+// first): measured on real services (bench/corpus), Clear()-and-reuse of
+// such a type costs up to 1.2x a fresh arena, since Clear() walks the
+// message and the dropped parts are allocated again anyway. So by default a
+// pool of such a type does not Clear(): each use gets a fresh arena (the
+// instance's arena is reset on return), which is exactly arena mode.
+// `reuse_lossy_types` turns Clear()-and-reuse on for them anyway; what
+// Clear() drops is then abandoned on the instance's arena (an arena
+// allocation on the next use, not a malloc/free pair), bounded below.
 //
 // Guards, checked on every return without walking the message:
 //  - abandoned bytes: an instance whose arena grew beyond
@@ -82,6 +87,9 @@ struct MessagePoolOptions {
   // Returns measured with a ByteSizeLong() walk when no size is free: 1 in
   // this many, chosen at random (so alternating pools are sampled alike).
   uint32_t sample_every = 16;
+  // Clear() and reuse instances even of a type Clear() cannot keep whole
+  // (ReuseLimit() not empty). Off: such a pool gives each use a fresh arena.
+  bool reuse_lossy_types = false;
 };
 
 struct MessagePoolStats {
@@ -91,6 +99,9 @@ struct MessagePoolStats {
   uint64_t evicted_by_guard = 0; // rebuilt: held content above the bound
   uint64_t rebuilt_garbage = 0;  // rebuilt: abandoned bytes over the limit
   uint64_t rebuilt_aged = 0;     // rebuilt: rebuild_every uses
+  // Returns that reset the instance's arena instead of Clear(): the type is
+  // one Clear() cannot keep whole (reuse_lossy_types off).
+  uint64_t fresh_arena_returns = 0;
   uint64_t dropped_idle = 0;     // destroyed: idle bound reached
   uint64_t in_use = 0;           // handles alive
   uint64_t idle = 0;             // instances kept for reuse
@@ -133,6 +144,7 @@ class MessagePoolCore {
   const MessagePoolOptions options_;
   const google::protobuf::Message* const prototype_;
   const std::string reuse_limit_;  // "" if Clear() keeps every field
+  const bool fresh_arenas_;        // reset the arena instead of Clear()
   std::unique_ptr<Cache> cache_;
 
   // Recent content sizes: counts per power-of-two bucket, halved every
@@ -152,6 +164,7 @@ class MessagePoolCore {
   std::atomic<uint64_t> garbage_{0};
   std::atomic<uint64_t> aged_{0};
   std::atomic<uint64_t> dropped_{0};
+  StripedCounter fresh_;
 };
 
 // Why Clear() cannot keep all of `type` on this protobuf (first such field
@@ -246,7 +259,8 @@ class MessagePool {
   PooledMessage<T> Acquire() { return PooledMessage<T>(&core_, core_.Acquire()); }
   MessagePoolStats Stats() const { return core_.Stats(); }
   // Why reuse cannot keep all of T on this protobuf version ("" if it
-  // can): the first field whose content Clear() drops, as a path.
+  // can): the first field whose content Clear() drops, as a path. Unless
+  // reuse_lossy_types is set, a pool of such a type serves fresh arenas.
   const std::string& ReuseLimit() const { return core_.reuse_limit(); }
 
  private:
