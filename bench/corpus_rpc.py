@@ -111,7 +111,9 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         rc = server.stop()
     # The server prints kAuto's choices at exit: "auto: <method> chose <mode> ...".
     time.sleep(0.2)
-    chose = [l.split(" chose ")[1].split()[0] for l in server.log if l.startswith("auto: ") and " chose " in l]
+    prefix = f"auto: {svc['request']} -> "
+    chose = [l.split(" chose ")[1].split()[0] for l in server.log if l.startswith(prefix) and " chose " in l]
+    auto_line = [l.strip() for l in server.log if l.startswith(prefix)]
     with open(report_path) as f:
         report = json.load(f)
     # Keep only the summary: per-call details would make the kept raw output large.
@@ -127,7 +129,7 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         "errors": requests - len(ok), "cpu_us_per_call": (cpu1 - cpu0) / max(requests, 1) * 1e6,
         "p50_ms": rpc_bench.percentile(ok, 50), "p99_ms": rpc_bench.percentile(ok, 99),
         "peak_rss_mib": peak, "server_exit_code": rc, "ghz_command": " ".join(cmd),
-        "auto_chose": ",".join(chose),
+        "auto_chose": ",".join(chose), "auto_log": auto_line,
     }
 
 
@@ -140,6 +142,7 @@ def combine(runs):
     out["server_exit_code"] = max(abs(r["server_exit_code"]) for r in runs)
     out["cpu_us_rounds"] = [round(r["cpu_us_per_call"], 1) for r in runs]
     out["auto_chose"] = "/".join(sorted(set(r["auto_chose"] for r in runs if r["auto_chose"])))
+    out["auto_log"] = [l for r in runs for l in r["auto_log"]]
     return out
 
 

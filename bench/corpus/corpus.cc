@@ -130,7 +130,8 @@ const std::vector<Service>& Services() {
       internal::HealthService(),      internal::OtlpTraceService(),
       internal::OtlpMetricsService(), internal::OtlpLogsService(),
       internal::PubsubService(),      internal::LoggingService(),
-      internal::EtcdService(),        internal::HoraedbService()};
+      internal::EtcdService(),        internal::HoraedbService(),
+      internal::CortexService()};
   return *services;
 }
 

@@ -112,6 +112,14 @@ std::vector<std::string> GenerateMix(
     void (*make)(int kind, Rng& rng, google::protobuf::Message* request),
     const google::protobuf::Message& prototype);
 
+// A Prometheus remote-write batch (kube-prometheus series, 2000 samples per
+// full batch) as HoraeDB's storage.WriteRequest; service_cortex.cc sends
+// the same series in Prometheus' own layout.
+enum RemoteWriteKind { kFullBatch, kDeadlineFlush };
+inline constexpr std::initializer_list<Share> kRemoteWriteMix = {
+    {kFullBatch, 80}, {kDeadlineFlush, 20}};
+void MakeRemoteWriteBatch(int kind, Rng& rng, google::protobuf::Message* m);
+
 // Each service file's entry (in Services() order).
 Service HealthService();
 Service OtlpTraceService();
@@ -121,6 +129,7 @@ Service PubsubService();
 Service LoggingService();
 Service EtcdService();
 Service HoraedbService();
+Service CortexService();
 
 }  // namespace arenarpc::corpus::internal
 

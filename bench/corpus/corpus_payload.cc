@@ -25,7 +25,7 @@
 
 ABSL_FLAG(bool, list, false, "print the service names, one per line, and exit");
 ABSL_FLAG(bool, list_json, false,
-          "print one JSON object per service (name, method, proto), and exit");
+          "print one JSON object per service (name, method, proto, request type), and exit");
 ABSL_FLAG(std::string, service, "", "corpus service name (see --list)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the deterministic mix");
 ABSL_FLAG(int, count, 100, "number of requests to write");
@@ -42,8 +42,11 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_list_json)) {
     // Names, methods and paths are plain identifiers: no escaping needed.
     for (const arenarpc::corpus::Service& s : arenarpc::corpus::Services()) {
-      std::printf("{\"name\": \"%s\", \"method\": \"%s\", \"proto\": \"%s\"}\n",
-                  s.name.c_str(), s.method.c_str(), s.proto.c_str());
+      std::printf(
+          "{\"name\": \"%s\", \"method\": \"%s\", \"proto\": \"%s\", "
+          "\"request\": \"%s\"}\n",
+          s.name.c_str(), s.method.c_str(), s.proto.c_str(),
+          std::string(s.request->full_name()).c_str());
     }
     return 0;
   }

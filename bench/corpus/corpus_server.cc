@@ -34,6 +34,7 @@
 #include "arenarpc/grpc/stats.h"
 #include "corpus.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.arenarpc.h"
+#include "github.com/cortexproject/cortex/pkg/distributor/distributorpb/distributor.arenarpc.h"
 #include "google/logging/v2/logging.arenarpc.h"
 #include "google/pubsub/v1/pubsub.arenarpc.h"
 #include "grpc/health/v1/health.arenarpc.h"
@@ -168,6 +169,15 @@ class HoraedbImpl final : public ::storage::StorageService::CallbackService {
   const corpus::Service& service_ = Find("horaedb_write");
 };
 
+class CortexImpl final : public ::distributor::Distributor::CallbackService {
+  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context,
+                                 const ::cortexpb::WriteRequest* request,
+                                 ::cortexpb::WriteResponse* response) override {
+    return Handle(service_, context, *request, response);
+  }
+  const corpus::Service& service_ = Find("cortex_push");
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -201,6 +211,7 @@ int main(int argc, char** argv) {
   LoggingImpl logging;
   KvImpl kv;
   HoraedbImpl horaedb;
+  CortexImpl cortex;
   int installed = 0;
   if (mode.has_value()) {
     installed += ::grpc::health::v1::InstallHealthAllocators(&health, *mode);
@@ -216,6 +227,7 @@ int main(int argc, char** argv) {
         &logging, *mode);
     installed += ::etcdserverpb::InstallKVAllocators(&kv, *mode);
     installed += ::storage::InstallStorageServiceAllocators(&horaedb, *mode);
+    installed += ::distributor::InstallDistributorAllocators(&cortex, *mode);
   }
 
   grpc::ServerBuilder builder;
@@ -226,7 +238,7 @@ int main(int argc, char** argv) {
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_bytes));
   for (grpc::Service* s : std::initializer_list<grpc::Service*>{
            &health, &otlp_trace, &otlp_metrics, &otlp_logs, &publisher,
-           &logging, &kv, &horaedb}) {
+           &logging, &kv, &horaedb, &cortex}) {
     builder.RegisterService(s);
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

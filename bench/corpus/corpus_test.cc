@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "arenarpc/message_pool.h"
+
 namespace arenarpc::corpus {
 namespace {
 
@@ -27,13 +29,14 @@ std::unique_ptr<google::protobuf::Message> New(
 // huge requests are in it. Services without a 1% kind need fewer (the
 // remote-write block alone is ~7 million messages: ~10 s under ASan).
 constexpr int kBlock = 100;
-const std::set<std::string> kNoRareKind = {"health", "horaedb_write"};
+const std::set<std::string> kNoRareKind = {"health", "horaedb_write",
+                                           "cortex_push"};
 constexpr int kShortBlock = 20;
 
 // Services whose production traffic is batches, with > 100 KB requests.
 const std::set<std::string> kBatchServices = {
     "otlp_trace",    "otlp_metrics", "otlp_logs",    "pubsub_publish",
-    "logging_write", "etcd_txn",     "horaedb_write"};
+    "logging_write", "etcd_txn",     "horaedb_write", "cortex_push"};
 // Services with < 1 KB requests in their mix.
 const std::set<std::string> kSmallServices = {"health", "pubsub_publish",
                                               "logging_write", "etcd_txn"};
@@ -154,6 +157,21 @@ TEST(CorpusTest, RemoteWriteBatchHasItsShape) {
   }
   EXPECT_GT(full, 500u * 1000);
   EXPECT_LT(full, 900u * 1000);
+}
+
+TEST(CorpusTest, CortexPushIsAllRepeatedRemoteWrite) {
+  const Service* s = FindService("cortex_push");
+  ASSERT_NE(s, nullptr);
+  // Nothing on the path that protobuf's Clear() drops: reuse can keep it.
+  EXPECT_EQ(arenarpc::internal::ReuseLimit(s->request), "");
+  size_t full = 0;
+  for (const std::string& bytes : s->generate(3, 10)) {
+    full = std::max(full, bytes.size());
+  }
+  // The same ~2,000 series as horaedb_write, with label names on every
+  // series: ~0.8-1.0 MB.
+  EXPECT_GT(full, 600u * 1000);
+  EXPECT_LT(full, 1200u * 1000);
 }
 
 TEST(CorpusTest, HealthResponseIsServing) {

@@ -8,8 +8,9 @@
 #                                           # their files into protos/
 #
 # Not run by the build: the protos are committed. Needs apt-get (Debian 12),
-# pip, npm and cargo, and network access to their registries. Everything is
-# downloaded into a temporary directory that is removed at exit.
+# pip, npm, cargo, curl (the Go module proxy) and network access to their
+# registries. Everything is downloaded into a temporary directory that is
+# removed at exit.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -50,6 +51,8 @@ crates|opentelemetry-proto|0.33.1|src/proto/opentelemetry-proto/opentelemetry/pr
 crates|horaedbproto|2.0.0|protos/storage.proto|storage.proto|c32cd73e9782e7fe62510066c96d25682459886f584ff90c557e160b8860255c
 crates|horaedbproto|2.0.0|protos/common.proto|common.proto|df72b01dd5e4cf37ad3aecafcefe398c0abb036f3c9436677de7757192fab1ea
 crates|horaedbproto|2.0.0|protos/prometheus.proto|prometheus.proto|1f143e123c6e8413249f14342a2b2150e212c0f463d9af21aeeae6c09fbdd0c3
+goproxy|github.com/cortexproject/cortex|v1.19.0|github.com/cortexproject/cortex@v1.19.0/pkg/cortexpb/cortex.proto|github.com/cortexproject/cortex/pkg/cortexpb/cortex.proto|63e16ea39e8e6822a09ae7acbcc97515232a0df3d13eb86faf9ed4df3cf1138a
+goproxy|github.com/cortexproject/cortex|v1.19.0|github.com/cortexproject/cortex@v1.19.0/pkg/distributor/distributorpb/distributor.proto|github.com/cortexproject/cortex/pkg/distributor/distributorpb/distributor.proto|c7da08f6849f7054acc581adf23ad476be274ace1b03d4b1e1762d8a9069db60
 EOF
 )
 
@@ -95,6 +98,15 @@ unpack() {
       local src
       src="$(ls -d "${work}/cargo-home/registry/src/"*/"${package}-${version}")"
       cp -a "${src}/." "${dir}/"
+      ;;
+    goproxy)
+      # A Go module as the module proxy serves it (the zip `go mod download`
+      # fetches); paths inside start with <module>@<version>/.
+      curl -fsSL -o "${work}/dl/module.zip" \
+        "https://proxy.golang.org/${package}/@v/${version}.zip" ||
+        die "download ${package}@${version} from proxy.golang.org"
+      (cd "${dir}" && python3 -m zipfile -e "${work}/dl/module.zip" .)
+      rm -f "${work}/dl/module.zip"
       ;;
     *) die "unknown registry ${registry}" ;;
   esac

@@ -29,7 +29,6 @@ using ::storage::WriteResponse;
 using ::storage::WriteSeriesEntry;
 using ::storage::WriteTableRequest;
 
-enum Kind { kFullBatch, kDeadlineFlush };
 
 // A scrape job's metric family: name, its own labels, series per target.
 struct Family {
@@ -197,7 +196,9 @@ void AddSeries(Rng& rng, const Family& f, int series,
   }
 }
 
-void Make(int kind, Rng& rng, google::protobuf::Message* m) {
+}  // namespace
+
+void MakeRemoteWriteBatch(int kind, Rng& rng, google::protobuf::Message* m) {
   auto* request = static_cast<WriteRequest*>(m);
   request->mutable_context()->set_database("public");
   const int target =
@@ -219,10 +220,12 @@ void Make(int kind, Rng& rng, google::protobuf::Message* m) {
   }
 }
 
+namespace {
+
 std::vector<std::string> Generate(uint64_t seed, int count) {
   // Remote write is capped at max_samples_per_send: no larger requests.
-  return GenerateMix(seed, count, {{kFullBatch, 80}, {kDeadlineFlush, 20}},
-                     &Make, WriteRequest::default_instance());
+  return GenerateMix(seed, count, kRemoteWriteMix, &MakeRemoteWriteBatch,
+                     WriteRequest::default_instance());
 }
 
 uint64_t ValueHash(const storage::Value& v) {
@@ -290,8 +293,9 @@ Service HoraedbService() {
       .request = WriteRequest::descriptor(),
       .response = WriteResponse::descriptor(),
       .shape =
-          "all-repeated remote-write shape: tables of ~2000 series x "
-          "(8-14 string tags + timestamped samples), Value oneof",
+          "remote-write batch as tables of ~2000 series x (8-14 tags + "
+          "timestamped samples); every tag and field holds a proto3 singular "
+          "Value message (no has-bit) with a oneof",
       .sizes_from =
           "Prometheus remote_write max_samples_per_send 2000: 80% full "
           "batches (~0.6-0.7 MB), 20% deadline flushes of 100-1999",
