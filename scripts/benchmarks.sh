@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every figure in docs/ (see docs/BENCHMARKS.md). Takes about
-# 20 minutes on 2 cores; run it on an otherwise idle machine.
+# 80 minutes on 2 cores; run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -20,3 +20,4 @@ $b/page_pool_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=
 /usr/bin/python3 bench/object_pool_compare.py --build-dir build/release \
   | tee docs/object_pool_results.md
 /usr/bin/python3 bench/rpc_bench.py --build build/release --full
+/usr/bin/python3 bench/corpus.py --out docs/raw/corpus   # ~60 minutes

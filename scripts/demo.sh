@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The main job: the babylon RPC experiment on gRPC, briefly. Builds the echo
-# server (Release), then drives it with ghz at a fixed rate in each
-# allocation mode (heap, arena, reuse) and prints the comparison table;
-# plots go to out/rpc/. About 3 minutes on 2 cores from a clean tree.
+# The main job, briefly: (1) the babylon RPC experiment on gRPC: the echo
+# server driven by ghz at a fixed rate with no allocator (plain gRPC) and in
+# each allocation mode (heap, arena, reuse, auto), table printed, plots in
+# out/rpc/; (2) the corpus of real third-party services in-process, every
+# mode against plain parsing under glibc, tcmalloc and mimalloc (table in
+# out/corpus/inprocess.md). About 6 minutes on 2 cores from a clean tree.
+# The full corpus run through gRPC: /usr/bin/python3 bench/corpus.py.
 #
-#   bash scripts/demo.sh            # short run: 2 interleaved rounds x (3 s warm-up + 12 s) per mode
-#   bash scripts/demo.sh --full     # 5 rounds x (5 s + 20 s) per mode, regenerates docs/
+#   bash scripts/demo.sh            # short runs
+#   bash scripts/demo.sh --full     # echo: 5 rounds x (5 s + 20 s) per mode, regenerates docs/
 # Other flags go to bench/rpc_bench.py (e.g. --rps=40 --scale=50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,4 +21,7 @@ cmake --build build/release -j "$(nproc)" \
 
 args=(--build build/release)
 if [[ " $* " != *" --full "* ]]; then args+=(--duration=12 --warmup=3 --rounds=2); fi
-exec /usr/bin/python3 bench/rpc_bench.py "${args[@]}" "$@"
+/usr/bin/python3 bench/rpc_bench.py "${args[@]}" "$@"
+if [[ " $* " != *" --full "* ]]; then
+  /usr/bin/python3 bench/corpus.py --quick --skip-rpc --out out/corpus --docs out/corpus
+fi

@@ -1,10 +1,11 @@
 // storage.StorageService/Write (crate horaedbproto 2.0.0): Apache HoraeDB's
-// write path, the all-repeated shape of Prometheus remote write over gRPC.
-//
-// No registry ships a Cortex/Thanos remote-write *service* (prompb alone has
-// none), so this is the remote-write stand-in: a batch is tables (one per
-// metric name, as HoraeDB maps Prometheus metrics) of series, each series
-// repeated tags (labels) and repeated field groups (timestamped samples).
+// write path, Prometheus remote write over gRPC in HoraeDB's layout: a batch
+// is tables (one per metric name, as HoraeDB maps Prometheus metrics) of
+// series, each series repeated tags (labels) and repeated field groups
+// (timestamped samples). Not all-repeated: every tag and field holds a
+// proto3 singular `Value` message (no has-bit, a oneof inside), which
+// protobuf's Clear() deletes. MakeRemoteWriteBatch() is shared with
+// service_cortex.cc, which sends the same series in Prometheus' layout.
 //
 // Numbers: Prometheus remote_write queue_config max_samples_per_send 2000
 // (the default), batch_send_deadline 5 s; with scrape intervals of 15-60 s
@@ -28,7 +29,6 @@ using ::storage::WriteRequest;
 using ::storage::WriteResponse;
 using ::storage::WriteSeriesEntry;
 using ::storage::WriteTableRequest;
-
 
 // A scrape job's metric family: name, its own labels, series per target.
 struct Family {
