@@ -1,6 +1,7 @@
 // kAuto's sampling and measuring: sampled calls are serialized on the call
 // thread and queued; one low-priority thread parses them again in every
 // mode (CostProbe) and feeds each method's ModeChooser.
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/mode_chooser.h"
+#include "arenarpc/page_pool.h"
 
 namespace arenarpc::internal {
 
@@ -37,8 +39,8 @@ struct AutoMethod::Impl {
 namespace {
 
 // What the queue may hold: a few samples, never much memory.
-constexpr size_t kMaxQueued = 16;
-constexpr size_t kMaxQueuedBytes = size_t{64} << 20;
+constexpr size_t kMaxQueued = 4;
+constexpr size_t kMaxQueuedBytes = size_t{16} << 20;
 
 struct Sample {
   AutoMethod::Impl* method;
@@ -93,6 +95,9 @@ class Worker {
         queued_bytes_ -= s.request.size() + s.response.size();
       }
       Measure(s);
+#ifdef __GLIBC__
+      malloc_trim(0);
+#endif
     }
   }
 
