@@ -4,7 +4,7 @@
 # each allocation mode (heap, arena, reuse, auto), table printed, plots in
 # out/rpc/; (2) the corpus of real third-party services in-process, every
 # mode against plain parsing under glibc, tcmalloc and mimalloc (table in
-# out/corpus/inprocess.md). About 6 minutes on 2 cores from a clean tree.
+# out/corpus/inprocess.md). About 10 minutes on 2 cores from a clean tree (estimate: echo ~2 min, corpus build and quick run the rest).
 # The full corpus run through gRPC: /usr/bin/python3 bench/corpus.py.
 #
 #   bash scripts/demo.sh            # short runs
