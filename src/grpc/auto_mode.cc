@@ -1,7 +1,6 @@
 // kAuto's sampling and measuring: sampled calls are serialized on the call
 // thread and queued; one low-priority thread parses them again in every
 // mode (CostProbe) and feeds each method's ModeChooser.
-#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -95,9 +94,9 @@ class Worker {
         queued_bytes_ -= s.request.size() + s.response.size();
       }
       Measure(s);
-#ifdef __GLIBC__
-      malloc_trim(0);
-#endif
+      // The probe's arena pages go where the server's threads can use them
+      // (CostProbe already gave its heap copy back).
+      PagePool::Default().FlushThreadCache();
     }
   }
 
