@@ -179,7 +179,6 @@ TEST(MessagePoolTest, AbandonedSubtreesAreBoundedAndRebuilt) {
   // Body's bulk sits under a has-bit-less field: Clear() cannot keep it.
   MessagePoolOptions o = Reusing();
   o.rebuild_every = 0;
-  o.reuse_lossy_types = true;
   MessagePool<Envelope> pool(o);
   std::mt19937 rng(3);
   Envelope e;
