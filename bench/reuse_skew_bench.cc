@@ -145,7 +145,7 @@ int64_t Worker(const std::string& mode, int requests, int inflight,
     std::vector<M*> ring(k);
     for (size_t j = 0; j < k; ++j) {
       arenas[j] = std::make_unique<google::protobuf::Arena>();
-      ring[j] = google::protobuf::Arena::CreateMessage<M>(arenas[j].get());
+      ring[j] = arenarpc::internal::CreateOnArena<M>(arenas[j].get());
     }
     for (int i = 0; i < requests; ++i) {
       M* m = ring[i % k];

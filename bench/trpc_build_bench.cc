@@ -11,7 +11,8 @@
 //   pool       arenarpc::MessagePool (reuse with the growth guard)
 //
 // Link with tcmalloc (trpc_build_bench_tcmalloc) for the second column of
-// the guide's table. Prints medians over --reps and ratios; --json for tools.
+// the guide's table. trpc_build_bench_microstring (protobuf v32+) builds the
+// same messages declared in edition 2024 with MicroString strings. Prints medians over --reps and ratios; --json for tools.
 #include <google/protobuf/arena.h>
 
 #include <algorithm>
@@ -30,7 +31,13 @@
 #include "arenarpc/arena.h"
 #include "arenarpc/message_pool.h"
 #include "arenarpc/page_pool.h"
+#ifdef ARENARPC_BENCH_MICRO_STRING
+#include "trpc_bench_view.pb.h"  // strings on the arena (MicroString)
+namespace bench_proto = arenarpc::bench::view;
+#else
 #include "trpc_bench.pb.h"
+namespace bench_proto = arenarpc::bench;
+#endif
 
 ABSL_FLAG(int, threads, 4, "worker threads");
 ABSL_FLAG(int, tasks, 500, "tasks per thread for the large messages");
@@ -45,9 +52,9 @@ ABSL_FLAG(bool, json, false, "print one JSON object per case instead of tables")
 
 namespace {
 
-using arenarpc::bench::Doc;
-using arenarpc::bench::Request;
-using arenarpc::bench::Response;
+using bench_proto::Doc;
+using bench_proto::Request;
+using bench_proto::Response;
 
 // Fixed text so that message building, not random number generation, is
 // what is measured.
@@ -109,8 +116,8 @@ size_t Task(const std::string& mode, int docs) {
   }
   if (mode == "arena") {
     google::protobuf::Arena arena;
-    return Build(docs, google::protobuf::Arena::CreateMessage<Request>(&arena),
-                 google::protobuf::Arena::CreateMessage<Response>(&arena));
+    return Build(docs, arenarpc::internal::CreateOnArena<Request>(&arena),
+                 arenarpc::internal::CreateOnArena<Response>(&arena));
   }
   if (mode == "arena_1mb") {
     static thread_local std::unique_ptr<char[]> block(new char[1 << 20]);
@@ -118,8 +125,8 @@ size_t Task(const std::string& mode, int docs) {
     options.initial_block = block.get();
     options.initial_block_size = 1 << 20;
     google::protobuf::Arena arena(options);
-    return Build(docs, google::protobuf::Arena::CreateMessage<Request>(&arena),
-                 google::protobuf::Arena::CreateMessage<Response>(&arena));
+    return Build(docs, arenarpc::internal::CreateOnArena<Request>(&arena),
+                 arenarpc::internal::CreateOnArena<Response>(&arena));
   }
   if (mode == "scoped") {
     arenarpc::ScopedArena arena;

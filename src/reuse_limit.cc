@@ -1,11 +1,13 @@
-// Which fields protobuf's generated Clear() does not keep (protobuf 3.21:
-// it deletes, or on an arena abandons, these sub-objects). Reuse keeps the
-// rest, so this tells whether a type's bulk can be reused at all.
+// Which fields protobuf's generated Clear() does not keep (it deletes, or on
+// an arena abandons, these sub-objects; which ones depends on the version,
+// see internal/protobuf_compat.h). Reuse keeps the rest, so this tells
+// whether a type's bulk can be reused at all.
 #include <google/protobuf/descriptor.h>
 
 #include <string>
 #include <unordered_set>
 
+#include "arenarpc/internal/protobuf_compat.h"
 #include "arenarpc/message_pool.h"
 
 namespace arenarpc::internal {
@@ -13,7 +15,6 @@ namespace {
 
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
-using google::protobuf::FileDescriptor;
 
 // Why Clear() drops `f`'s content, or nullptr if it keeps it.
 const char* DropReason(const FieldDescriptor* f) {
@@ -23,9 +24,7 @@ const char* DropReason(const FieldDescriptor* f) {
   if (f->real_containing_oneof() != nullptr && object) {
     return "oneof member (destroyed when the oneof is cleared)";
   }
-  if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && !f->is_repeated() &&
-      f->real_containing_oneof() == nullptr && !f->has_optional_keyword() &&
-      f->file()->syntax() == FileDescriptor::SYNTAX_PROTO3) {
+  if (ClearDeletesSingularMessage(f)) {
     return "proto3 message field without has-bit (deleted by Clear)";
   }
   return nullptr;

@@ -138,17 +138,6 @@ void FillBatch(std::mt19937& rng, int series, test::Batch* batch) {
   }
 }
 
-TEST(MessagePoolTest, ReuseLimitNamesTheFirstFieldClearDoesNotKeep) {
-  EXPECT_EQ(internal::ReuseLimit(test::Batch::descriptor()), "");
-  EXPECT_EQ(internal::ReuseLimit(test::Leaf::descriptor()), "");
-  EXPECT_EQ(internal::ReuseLimit(Body::descriptor()),
-            "head: proto3 message field without has-bit (deleted by Clear)");
-  EXPECT_EQ(internal::ReuseLimit(Node::descriptor()),
-            "by_name: map field (entries are destroyed)");
-  MessagePool<Envelope> pool;
-  EXPECT_NE(pool.ReuseLimit().find("body"), std::string::npos);
-}
-
 TEST(MessagePoolTest, KeepsTheCapacityOfRepeatedFields) {
   MessagePool<test::Batch> pool;
   std::mt19937 rng(3);

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "arenarpc/internal/protobuf_compat.h"
 #include "arenarpc/memory_resource.h"
 
 namespace arenarpc {
@@ -140,13 +141,7 @@ T* ScopedArena::Create(Args&&... args) {
   owned_.emplace_back(object, [](void* p) { delete static_cast<T*>(p); });
   return object;
 #else
-  if constexpr (std::is_base_of_v<google::protobuf::MessageLite, T>) {
-    return google::protobuf::Arena::CreateMessage<T>(
-        arena_, std::forward<Args>(args)...);
-  } else {
-    return google::protobuf::Arena::Create<T>(arena_,
-                                              std::forward<Args>(args)...);
-  }
+  return internal::CreateOnArena<T>(arena_, std::forward<Args>(args)...);
 #endif
 }
 
