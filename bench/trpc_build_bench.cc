@@ -12,7 +12,8 @@
 //
 // Link with tcmalloc (trpc_build_bench_tcmalloc) for the second column of
 // the guide's table. trpc_build_bench_microstring (protobuf v32+) builds the
-// same messages declared in edition 2024 with MicroString strings. Prints medians over --reps and ratios; --json for tools.
+// same messages declared in edition 2024 with MicroString strings. Prints
+// medians over --reps and ratios; --json for tools.
 #include <google/protobuf/arena.h>
 
 #include <algorithm>

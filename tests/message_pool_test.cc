@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "arenarpc/arena.h"
+#include "arenarpc/internal/protobuf_compat.h"
 #include "test_proto2.pb.h"
 #include "test_util.h"
 
@@ -77,7 +78,10 @@ TEST(MessagePoolTest, AcquiredMessageIsEmpty) {
       EXPECT_FALSE(m->GetReflection()->GetUnknownFields(*m).empty());
     }
   }
-  EXPECT_EQ(pool.Stats().reuse_hits, 19u);  // one instance, reused
+  // One instance, reused (rebuilt when its arena garbage grows: 33.6 builds
+  // new string objects on each parse, docs/PROTOBUF_VERSIONS.md).
+  const MessagePoolStats s = pool.Stats();
+  EXPECT_EQ(s.reuse_hits + s.rebuilt_garbage, 19u);
 }
 
 TEST(MessagePoolTest, ExtensionsAreCleared) {
@@ -139,7 +143,9 @@ void FillBatch(std::mt19937& rng, int series, test::Batch* batch) {
 }
 
 TEST(MessagePoolTest, KeepsTheCapacityOfRepeatedFields) {
-  MessagePool<test::Batch> pool;
+  MessagePoolOptions o;
+  o.max_garbage_ratio = 100;  // never rebuilt: the same objects throughout
+  MessagePool<test::Batch> pool(o);
   std::mt19937 rng(3);
   test::Batch big, small;
   FillBatch(rng, 200, &big);
@@ -161,17 +167,23 @@ TEST(MessagePoolTest, KeepsTheCapacityOfRepeatedFields) {
   const MessagePoolStats s = pool.Stats();
   EXPECT_EQ(s.created, 1u);
   EXPECT_EQ(s.rebuilt_garbage, 0u);
-  EXPECT_GE(s.kept_percent, 95u);  // nothing re-allocated on the arena
+  if (internal::kProto3SingularMessagesHaveHasbits) {
+    // v23+ (33.6): each parse builds new std::string objects on the arena
+    // (32 bytes per string); the series, labels and samples stay.
+    EXPECT_GE(s.kept_percent, 60u);
+  } else {
+    EXPECT_GE(s.kept_percent, 95u);  // nothing re-allocated on the arena
+  }
 }
 
 TEST(MessagePoolTest, AbandonedSubtreesAreBoundedAndRebuilt) {
-  // Body's bulk sits under a has-bit-less field: Clear() cannot keep it.
+  // The Body sits in a oneof: Clear() destroys it, on every version.
   MessagePoolOptions o = Reusing();
   o.rebuild_every = 0;
   MessagePool<Envelope> pool(o);
   std::mt19937 rng(3);
   Envelope e;
-  FillBody(rng, 300, e.mutable_body());
+  FillBody(rng, 300, e.mutable_alt());
   const std::string wire = e.SerializeAsString();
   for (int i = 0; i < 50; ++i) {
     auto m = pool.Acquire();

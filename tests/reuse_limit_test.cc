@@ -6,6 +6,7 @@
 #include <google/protobuf/message.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "arenarpc/arena.h"
@@ -78,11 +79,14 @@ void FillEveryField(Message* m, int depth) {
   }
 }
 
-// Arena bytes (used, not blocks) a later parse of `wire` allocates after Clear().
-uint64_t RegrowthAfterClear(const Message& prototype, const std::string& wire) {
+// Arena bytes (used, not blocks) a later parse of `wire` allocates after
+// Clear(); `fresh` gets what the first parse used.
+uint64_t RegrowthAfterClear(const Message& prototype, const std::string& wire,
+                            uint64_t* fresh) {
   ScopedArena arena;
   Message* m = prototype.New(arena.arena());
   EXPECT_TRUE(m->ParseFromString(wire));
+  *fresh = arena.arena()->SpaceUsed();
   // Twice: a first reuse may still settle (e.g. a repeated field's capacity).
   m->Clear();
   EXPECT_TRUE(m->ParseFromString(wire));
@@ -97,10 +101,27 @@ void ExpectLimitMatchesClear(const Message& prototype, int depth) {
   FillEveryField(full.get(), depth);
   const std::string wire = full->SerializeAsString();
   const std::string limit = internal::ReuseLimit(prototype.GetDescriptor());
-  const uint64_t regrown = RegrowthAfterClear(prototype, wire);
-  EXPECT_EQ(limit.empty(), regrown == 0)
-      << prototype.GetTypeName() << ": ReuseLimit \"" << limit << "\", yet "
-      << regrown << " arena bytes allocated again after Clear()";
+  uint64_t fresh = 0;
+  const uint64_t regrown = RegrowthAfterClear(prototype, wire, &fresh);
+  if (!internal::kProto3SingularMessagesHaveHasbits) {
+    // 3.21: nothing is allocated again exactly when Clear() kept everything.
+    EXPECT_EQ(limit.empty(), regrown == 0)
+        << prototype.GetTypeName() << ": ReuseLimit \"" << limit << "\", yet "
+        << regrown << " of " << fresh << " arena bytes allocated again after Clear()";
+  } else if (limit.empty()) {
+    // v23+ (33.6 measured): parsing a string field into a cleared arena
+    // message builds a new std::string object on the arena (32 bytes per
+    // field per use), so even a type Clear() keeps re-allocates some bytes;
+    // the structure (sub-messages, repeated elements) must stay.
+    EXPECT_LT(regrown * 2, fresh) << prototype.GetTypeName() << ": ReuseLimit empty, yet "
+                                  << regrown << " of " << fresh << " bytes again";
+  } else {
+    EXPECT_GT(regrown, 0u) << prototype.GetTypeName() << ": ReuseLimit \"" << limit
+                           << "\", yet nothing allocated again";
+  }
+  std::printf("%s: %llu of %llu arena bytes again after Clear()\n",
+              std::string(prototype.GetTypeName()).c_str(),
+              static_cast<unsigned long long>(regrown), static_cast<unsigned long long>(fresh));
 }
 
 TEST(ReuseLimitTest, PredictsWhatThisProtobufsClearKeeps) {

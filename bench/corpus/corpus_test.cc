@@ -64,7 +64,7 @@ TEST(CorpusTest, RegistryIsComplete) {
     for (int i = 0; i < file->service_count() && method == nullptr; ++i) {
       for (int j = 0; j < file->service(i)->method_count(); ++j) {
         const auto* m = file->service(i)->method(j);
-        if (s.method == "/" + m->service()->full_name() + "/" + m->name()) {
+        if (s.method == "/" + std::string(m->service()->full_name()) + "/" + std::string(m->name())) {
           method = m;
         }
       }
