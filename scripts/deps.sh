@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libprotoc-dev
   libgtest-dev libgmock-dev libbenchmark-dev libabsl-dev

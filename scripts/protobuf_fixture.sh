@@ -5,7 +5,7 @@
 # (docs/PROTOBUF_VERSIONS.md); it is a test fixture, never part of the
 # library.
 #
-#   scripts/protobuf_fixture.sh [asan|release]
+#   scripts/protobuf_fixture.sh [asan|protoc|release]
 #
 # ARENARPC_THIRD_PARTY  directory with protobuf-*-src.tar.gz,
 #                       abseil-cpp-*-src.tar.gz and SHA256SUMS
@@ -20,12 +20,14 @@ set -euo pipefail
 variant="${1:-release}"
 # asan: everything instrumented (protobuf's inline code poisons arena memory
 # and abseil's containers change layout under ASan, so the runtime and its
-# users must agree), -O1 as ASan builds usually are, no protoc (use the
-# release variant's). release: -O3, with protoc.
+# users must agree), -O1 as ASan builds usually are, no protoc (the protoc
+# variant's generates its code). protoc: just enough to run protoc, built
+# quickly (-O1, no upb). release: -O3, with protoc and upb, for benchmarks.
 case "$variant" in
   asan) flags="-fsanitize=address -fno-omit-frame-pointer"; opt="-O1" ;;
+  protoc) flags=""; opt="-O1" ;;
   release) flags=""; opt="-O3" ;;
-  *) echo "usage: $0 [asan|release]" >&2; exit 2 ;;
+  *) echo "usage: $0 [asan|protoc|release]" >&2; exit 2 ;;
 esac
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -83,6 +85,8 @@ if [ "$variant" = asan ]; then
   # (an ASan libprotobuf under an uninstrumented libprotoc crashes: abseil's
   # containers change layout under ASan).
   pb_common+=(-Dprotobuf_BUILD_PROTOC_BINARIES=OFF -Dprotobuf_BUILD_LIBUPB=OFF)
+elif [ "$variant" = protoc ]; then
+  pb_common+=(-Dprotobuf_BUILD_LIBUPB=OFF)
 fi
 # One && chain: `set -e` does not apply inside a list followed by ||.
 {
