@@ -4,15 +4,20 @@
 //   corpus_bench --services=otlp_trace,health --rounds=7 --label=glibc
 //
 // Modes: heap (new + parse + delete: what gRPC does with no allocator),
-// arena (a pooled ScopedArena), reuse (MessagePool, the caller parses with
+// pb_arena (protobuf's own Arena, default options), arena (a pooled
+// ScopedArena), reuse (MessagePool, the caller parses with
 // protobuf's own ParseFromArray, as gRPC does), reuse_parsefrom
-// (PooledMessage::ParseFrom), clear (one heap message, Clear() and parse
+// (PooledMessage::ParseFrom), reuse_arena (MessagePool with instances kept
+// on arenas where the pool would put them on the heap: protobuf v22+, see
+// message_pool.h), clear (one heap message, Clear() and parse
 // again: the plain reuse users write by hand). Modes run interleaved in each
 // round (the order rotates); per mode the median over rounds of the CPU time
 // per request is printed as one JSON line. Built three times: with glibc,
 // linked with tcmalloc and linked with mimalloc (bench/corpus_bench.py runs
 // them side by side).
+#include <google/protobuf/arena.h>
 #include <google/protobuf/message.h>
+#include <google/protobuf/stubs/common.h>
 #include <time.h>
 
 #include <algorithm>
@@ -51,7 +56,11 @@ volatile uint64_t sink;
 class Runner {
  public:
   Runner(const arenarpc::corpus::Service& s, const Message* prototype)
-      : service_(s), prototype_(prototype), pool_(prototype), clear_(prototype->New()) {}
+      : service_(s),
+        prototype_(prototype),
+        pool_(prototype),
+        arena_pool_(prototype, ArenaInstances()),
+        clear_(prototype->New()) {}
 
   // Processes every request once in `mode`; returns false on a parse error.
   bool Pass(const std::string& mode, const std::vector<std::string>& requests) {
@@ -62,6 +71,11 @@ class Runner {
         std::unique_ptr<Message> m(prototype_->New());
         if (!m->ParseFromArray(wire.data(), size)) return false;
         sum += service_.walk(*m);
+      } else if (mode == "pb_arena") {
+        google::protobuf::Arena arena;
+        Message* m = prototype_->New(&arena);
+        if (!m->ParseFromArray(wire.data(), size)) return false;
+        sum += service_.walk(*m);
       } else if (mode == "arena") {
         arenarpc::ScopedArena arena;
         Message* m = prototype_->New(arena.arena());
@@ -69,6 +83,10 @@ class Runner {
         sum += service_.walk(*m);
       } else if (mode == "reuse") {
         auto m = pool_.Acquire();
+        if (!m->ParseFromArray(wire.data(), size)) return false;
+        sum += service_.walk(*m);
+      } else if (mode == "reuse_arena") {
+        auto m = arena_pool_.Acquire();
         if (!m->ParseFromArray(wire.data(), size)) return false;
         sum += service_.walk(*m);
       } else if (mode == "reuse_parsefrom") {
@@ -86,10 +104,19 @@ class Runner {
     return true;
   }
 
+  const arenarpc::MessagePool<Message>& pool() const { return pool_; }
+
  private:
   const arenarpc::corpus::Service& service_;
   const Message* prototype_;
+  static arenarpc::MessagePoolOptions ArenaInstances() {
+    arenarpc::MessagePoolOptions o;
+    o.arena_instances = true;
+    return o;
+  }
+
   arenarpc::MessagePool<Message> pool_;
+  arenarpc::MessagePool<Message> arena_pool_;  // instances on arenas always
   std::unique_ptr<Message> clear_;
 };
 
@@ -133,11 +160,18 @@ int main(int argc, char** argv) {
         per_request[i].push_back((CpuNs() - start) / (passes * static_cast<double>(requests.size())));
       }
     }
+    // What the reuse pool decided (ReuseLimit() has no quotes or
+    // backslashes: field names and fixed text) and kept (mode reuse, this protobuf).
+    const arenarpc::MessagePoolStats st = runner.pool().Stats();
+    const std::string limit = runner.pool().ReuseLimit();
     for (size_t i = 0; i < modes.size(); ++i) {
       std::printf("{\"service\":\"%s\",\"alloc\":\"%s\",\"mode\":\"%s\",\"ns_per_request\":%.0f,"
-                  "\"mean_request_bytes\":%zu,\"requests\":%zu,\"rounds\":%d}\n",
+                  "\"mean_request_bytes\":%zu,\"requests\":%zu,\"rounds\":%d,"
+                  "\"protobuf\":%d,\"reuse_limit\":\"%s\",\"kept_percent\":%llu}\n",
                   s.name.c_str(), absl::GetFlag(FLAGS_label).c_str(), modes[i].c_str(),
-                  Median(per_request[i]), bytes / requests.size(), requests.size(), rounds);
+                  Median(per_request[i]), bytes / requests.size(), requests.size(), rounds,
+                  GOOGLE_PROTOBUF_VERSION, limit.c_str(),
+                  static_cast<unsigned long long>(st.kept_percent));
     }
     std::fflush(stdout);
   }

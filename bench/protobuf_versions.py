@@ -26,7 +26,7 @@ import sys
 CORPUS = "bench/corpus/arenarpc_corpus_bench"
 TRPC = [("strings", "bench/trpc_build_bench"),
         ("MicroString", "bench/trpc_build_bench_microstring")]
-CORPUS_MODES = "heap,arena,reuse,clear"
+CORPUS_MODES = "heap,pb_arena,arena,reuse,reuse_arena,clear"
 TRPC_MODES = "heap,arena,scoped,pool"
 
 
@@ -52,6 +52,7 @@ def main():
     corpus = collections.defaultdict(list)  # (build, service, mode) -> [ns]
     trpc = collections.defaultdict(list)    # (build, variant, case, mode) -> [ms]
     sizes = {}
+    info = {}  # (build, service) -> (reuse limit, kept percent) of the reuse pool
     for r in range(args.rounds):
         order = builds[r % len(builds):] + builds[:r % len(builds)]
         for label, d in order:
@@ -64,6 +65,8 @@ def main():
                 for row in run(cmd, log):
                     corpus[(label, row["service"], row["mode"])].append(row["ns_per_request"])
                     sizes[row["service"]] = row["mean_request_bytes"]
+                    info[(label, row["service"])] = (row.get("reuse_limit", ""),
+                                                     row.get("kept_percent", 100))
                 for variant, binary in TRPC:
                     path = os.path.join(d, binary)
                     if not os.path.exists(path):
@@ -81,15 +84,19 @@ def main():
     services = sorted({k[1] for k in med}, key=lambda s: -sizes[s])
     for label, _ in builds:
         lines += [f"### {label}", "",
-                  "| service | request | heap ns | arena/heap | reuse/heap | clear/heap | reuse/arena |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
+                  "| service | request | heap ns | pb_arena/heap | arena/heap | reuse/heap | "
+                  "reuse_arena/heap | clear/heap | reuse/arena | reuse limit | kept |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
         for s in services:
             h = med.get((label, s, "heap"))
             if h is None:
                 continue
-            a, u, c = (med[(label, s, m)] for m in ("arena", "reuse", "clear"))
-            lines.append(f"| {s} | {sizes[s] / 1000:.1f} KB | {h:.0f} | {a / h:.2f} | {u / h:.2f} | "
-                         f"{c / h:.2f} | {u / a:.2f} |")
+            pa, a, u, ua, c = (med[(label, s, m)]
+                               for m in ("pb_arena", "arena", "reuse", "reuse_arena", "clear"))
+            limit, kept = info[(label, s)]
+            lines.append(f"| {s} | {sizes[s] / 1000:.1f} KB | {h:.0f} | {pa / h:.2f} | {a / h:.2f} | "
+                         f"{u / h:.2f} | {ua / h:.2f} | {c / h:.2f} | {u / a:.2f} | "
+                         f"{limit or '-'} | {kept}% |")
         lines.append("")
     if trpc:
         tmed = {k: statistics.median(v) for k, v in trpc.items()}

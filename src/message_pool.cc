@@ -7,18 +7,20 @@
 #include "arenarpc/arena.h"
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/pointer_cache.h"
+#include "arenarpc/internal/protobuf_compat.h"
 
 namespace arenarpc::internal {
 
 using google::protobuf::Message;
 
-// An instance: a message on an arena of its own. Built lazily, so an idle
-// instance that was rebuilt holds nothing until it is used again.
+// An instance: a message on an arena of its own, or on the heap (see
+// heap_instances_). Built lazily, so an idle instance that was rebuilt holds
+// nothing until it is used again.
 struct MessagePoolCore::Entry {
   std::optional<ScopedArena> arena;
-  Message* message = nullptr;  // on *arena (heap if arenas are disabled)
-  uint64_t footprint = 0;      // arena bytes after the first use
-  uint64_t space = 0;          // arena bytes at the last return
+  Message* message = nullptr;  // on *arena, or the heap
+  uint64_t footprint = 0;      // bytes after the first use
+  uint64_t space = 0;          // bytes at the last return
   size_t peak = 0;             // largest content measured since built
   uint32_t uses = 0;           // since built
 
@@ -84,6 +86,8 @@ MessagePoolCore::MessagePoolCore(const Message* prototype,
       reuse_limit_(prototype != nullptr ? ReuseLimit(prototype->GetDescriptor())
                                         : std::string()),
       fresh_arenas_(!reuse_limit_.empty() && !options.reuse_lossy_types),
+      heap_instances_(kArenaParseRecreatesStrings && reuse_limit_.empty() &&
+                      !options.arena_instances),
       bound_(options.hard_cap_bytes) {
   ARENARPC_CHECK(prototype != nullptr, "MessagePool: null prototype");
   cache_ = std::make_unique<Cache>(this, options);
@@ -101,9 +105,14 @@ MessagePoolCore::Entry* MessagePoolCore::Acquire() {
   auto* e = static_cast<Entry*>(cache_->Pop());
   ARENARPC_CHECK(e != nullptr, "MessagePool: out of memory");
   if (e->message == nullptr) {
-    e->arena.emplace();
-    e->message = prototype_->New(e->arena->arena());
-    e->space = e->arena->SpaceAllocated();
+    if (heap_instances_) {
+      e->message = prototype_->New(nullptr);
+      e->space = 0;  // measured after the first use
+    } else {
+      e->arena.emplace();
+      e->message = prototype_->New(e->arena->arena());
+      e->space = e->arena->SpaceAllocated();
+    }
     created_.fetch_add(1, std::memory_order_relaxed);
   } else {
     retained_.Add(-static_cast<int64_t>(e->space));
@@ -144,8 +153,13 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   in_use_.Add(-1);
 
   // Arena bytes this use allocated: none when Clear() kept everything it
-  // needed; what it abandoned otherwise (or new capacity).
-  const uint64_t space = e->arena->SpaceAllocated();
+  // needed; what it abandoned otherwise (or new capacity). A heap instance
+  // abandons nothing (Clear() keeps or frees): its capacity is measured once
+  // (one SpaceUsedLong() walk), later growth is bounded by the size guard.
+  const uint64_t space =
+      e->arena.has_value() ? e->arena->SpaceAllocated()
+      : e->uses == 0       ? static_cast<uint64_t>(m->SpaceUsedLong())
+                           : e->space;
   const uint64_t grown = space > e->space ? space - e->space : 0;
   if (++e->uses == 1) {
     e->footprint = space;

@@ -13,8 +13,11 @@
 //   // Generic/dynamic services: a pool from a prototype.
 //   arenarpc::MessagePool<google::protobuf::Message> any(&prototype);
 //
-// Each pooled instance lives on an arena of its own (pooled pages). Reuse
-// keeps what protobuf keeps on Clear(): the elements and capacity of
+// Each pooled instance lives on an arena of its own (pooled pages); on
+// protobuf v22+ an instance of a type Clear() keeps whole lives on the heap
+// instead (there, parsing into an arena message gives each singular string
+// a new std::string every time; into a heap message it reuses the buffer).
+// Reuse keeps what protobuf keeps on Clear(): the elements and capacity of
 // repeated fields, string buffers, sub-messages with a has-bit. Some types
 // Clear() cannot keep whole (on protobuf 3.21: proto3 singular message
 // fields without has-bit, oneof members, map entries; ReuseLimit() names the
@@ -90,6 +93,9 @@ struct MessagePoolOptions {
   // Clear() and reuse instances even of a type Clear() cannot keep whole
   // (ReuseLimit() not empty). Off: such a pool gives each use a fresh arena.
   bool reuse_lossy_types = false;
+  // Keep instances on arenas even where heap instances keep more (protobuf
+  // v22+, see above); bench/corpus_bench's reuse_arena mode measures it.
+  bool arena_instances = false;
 };
 
 struct MessagePoolStats {
@@ -106,7 +112,9 @@ struct MessagePoolStats {
   uint64_t in_use = 0;           // handles alive
   uint64_t idle = 0;             // instances kept for reuse
   uint64_t bound_bytes = 0;      // the growth guard's current bound
-  uint64_t retained_bytes = 0;   // arena bytes of the idle instances
+  // Bytes of the idle instances: their arenas' blocks; a heap instance's
+  // SpaceUsedLong() after its first use.
+  uint64_t retained_bytes = 0;
   // Share of an instance's arena bytes a use did not have to allocate again
   // (percent; 100 when Clear() keeps everything). Low means the type's bulk
   // sits where protobuf's Clear() cannot keep it: reuse is then no better
@@ -145,6 +153,10 @@ class MessagePoolCore {
   const google::protobuf::Message* const prototype_;
   const std::string reuse_limit_;  // "" if Clear() keeps every field
   const bool fresh_arenas_;        // reset the arena instead of Clear()
+  // Instances on the heap, not on arenas: where parsing into an arena
+  // message re-creates its strings (protobuf v22+, internal/protobuf_compat.h)
+  // and Clear() keeps the whole type, a heap instance keeps every buffer.
+  const bool heap_instances_;
   std::unique_ptr<Cache> cache_;
 
   // Recent content sizes: counts per power-of-two bucket, halved every

@@ -36,6 +36,14 @@ T* CreateOnArena(google::protobuf::Arena* arena, Args&&... args) {
 inline constexpr bool kProto3SingularMessagesHaveHasbits =
     GOOGLE_PROTOBUF_VERSION >= 4023000;
 
+// From v22 generated code parses with the table-driven parser, which gives a
+// singular string field of an arena message a new std::string on every parse
+// (EpsCopyInputStream::ReadArenaString calls NewString): the old one and its
+// buffer stay on the arena until it is reset. Into a heap message it assigns
+// into the string already there, keeping its buffer. (Checked on 3.21, which
+// reuses the string either way, and 33.6.)
+inline constexpr bool kArenaParseRecreatesStrings = GOOGLE_PROTOBUF_VERSION >= 4022000;
+
 // Whether the generated Clear() deletes the sub-message of singular message
 // field `f`.
 inline bool ClearDeletesSingularMessage(const google::protobuf::FieldDescriptor* f) {
