@@ -21,8 +21,8 @@ variant="${1:-release}"
 # asan: everything instrumented (protobuf's inline code poisons arena memory
 # and abseil's containers change layout under ASan, so the runtime and its
 # users must agree), -O1 as ASan builds usually are, no protoc (the protoc
-# variant's generates its code). protoc: just enough to run protoc, built
-# quickly (-O1, no upb). release: -O3, with protoc and upb, for benchmarks.
+# variant's generates its code). protoc: to run protoc only, built quickly
+# (-O1; libprotoc needs upb). release: -O3, for benchmarks.
 case "$variant" in
   asan) flags="-fsanitize=address -fno-omit-frame-pointer"; opt="-O1" ;;
   protoc) flags=""; opt="-O1" ;;
@@ -85,8 +85,6 @@ if [ "$variant" = asan ]; then
   # (an ASan libprotobuf under an uninstrumented libprotoc crashes: abseil's
   # containers change layout under ASan).
   pb_common+=(-Dprotobuf_BUILD_PROTOC_BINARIES=OFF -Dprotobuf_BUILD_LIBUPB=OFF)
-elif [ "$variant" = protoc ]; then
-  pb_common+=(-Dprotobuf_BUILD_LIBUPB=OFF)
 fi
 # One && chain: `set -e` does not apply inside a list followed by ||.
 {
