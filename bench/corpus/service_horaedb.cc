@@ -160,7 +160,7 @@ void AddSeries(Rng& rng, const Family& f, int series,
   for (int s = 0; s < series; ++s) {
     WriteSeriesEntry* e = table->add_entries();
     for (int i = 0; i < table->tag_names_size(); ++i) {
-      const std::string& label = table->tag_names(i);
+      const std::string_view label = table->tag_names(i);
       std::string value;
       if (label == "cluster") {
         value = "prod-europe-west1";

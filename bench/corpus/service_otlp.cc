@@ -306,7 +306,7 @@ void FillResourceSpans(Rng& rng, int spans, trace::ResourceSpans* rs) {
     if (!trace_spans.empty()) {
       s->set_parent_span_id(trace_spans[rng.Next() % trace_spans.size()]);
     }
-    trace_spans.push_back(s->span_id());
+    trace_spans.emplace_back(s->span_id());  // a view with MicroString
     FillSpan(rng, category, s);
   }
 }
