@@ -32,13 +32,9 @@
 #include "arenarpc/arena.h"
 #include "arenarpc/message_pool.h"
 #include "arenarpc/page_pool.h"
-#ifdef ARENARPC_BENCH_MICRO_STRING
-#include "trpc_bench_view.pb.h"  // strings on the arena (MicroString)
-namespace bench_proto = arenarpc::bench::view;
-#else
+// trpc_build_bench_microstring compiles this against the same messages
+// generated with MicroString (bench/CMakeLists.txt).
 #include "trpc_bench.pb.h"
-namespace bench_proto = arenarpc::bench;
-#endif
 
 ABSL_FLAG(int, threads, 4, "worker threads");
 ABSL_FLAG(int, tasks, 500, "tasks per thread for the large messages");
@@ -53,9 +49,9 @@ ABSL_FLAG(bool, json, false, "print one JSON object per case instead of tables")
 
 namespace {
 
-using bench_proto::Doc;
-using bench_proto::Request;
-using bench_proto::Response;
+using arenarpc::bench::Doc;
+using arenarpc::bench::Request;
+using arenarpc::bench::Response;
 
 // Fixed text so that message building, not random number generation, is
 // what is measured.
