@@ -58,22 +58,16 @@ double CostProbe::Time(AllocationMode mode, std::string_view wire, int reps,
 }
 
 // At most one parsed copy is alive at a time: the probe runs beside a
-// server, and a parsed message can be ten times its wire size.
+// server, and a parsed message can be ten times its wire size. Each mode
+// gets one untimed pass first, as a server's steady state would: memory the
+// previous mode gave back (to glibc's top, to the page pool) would otherwise
+// be billed to whichever mode comes next (up to 5x on a 14 KB message).
 double CostProbe::TimeAlone(AllocationMode mode, std::string_view wire, int reps,
                             bool* ok) {
-  if (mode != AllocationMode::kReuse) {
-    const double ns = Time(mode, wire, reps, ok);
-#ifdef __GLIBC__
-    // glibc keeps the freed heap copy resident; the next mode would add its
-    // own copy on top of it.
-    if (mode == AllocationMode::kHeap) malloc_trim(0);
-#endif
-    return ns;
-  }
-  pool_.emplace(prototype_);
+  if (mode == AllocationMode::kReuse) pool_.emplace(prototype_);
   bool warm_ok = true;
-  Time(AllocationMode::kReuse, wire, 1, &warm_ok);  // untimed: warms the instance
-  const double ns = Time(AllocationMode::kReuse, wire, reps, ok);
+  Time(mode, wire, 1, &warm_ok);  // untimed
+  const double ns = Time(mode, wire, reps, ok);
   pool_.reset();  // nothing held between samples
   return ns;
 }
@@ -93,6 +87,12 @@ ModeCosts CostProbe::Measure(std::string_view wire, int rounds) {
       c.ns[static_cast<int>(m)] = std::min(c.ns[static_cast<int>(m)], TimeAlone(m, wire, reps, &c.ok));
     }
   }
+#ifdef __GLIBC__
+  // glibc keeps the freed heap copies resident; give them back once, after
+  // the timings (trimming between modes made the next mode pay for the
+  // heap's regrowth).
+  malloc_trim(0);
+#endif
   return c;
 }
 

@@ -10,8 +10,9 @@
 // Times are CPU time of the calling thread, the minimum over `rounds`
 // interleaved rounds (the starting mode rotates from call to call, so no
 // mode always runs on a cold cache). Small messages are parsed several
-// times per timing so the clock's own cost does not count. kReuse is timed
-// on an instance warmed by an untimed parse of the same bytes. At most one
+// times per timing so the clock's own cost does not count. Each mode is
+// timed after one untimed pass of its own (kReuse: on the instance that
+// pass warmed), so no mode pays for memory the one before gave back. At most one
 // parsed copy is alive at a time and none between calls (a parsed message
 // can be ten times its wire size; the probe runs beside a server).
 //
