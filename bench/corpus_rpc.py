@@ -32,15 +32,18 @@ import rpc_bench  # noqa: E402  (Server, cpu_seconds, pin, percentile, ...)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROTOS = os.path.join(ROOT, "bench", "corpus", "protos")
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
-CONFIGS = {
-    "plain": ("none", None),
-    "plain+mimalloc": ("none", "libmimalloc.so.2"),
-    "plain+tcmalloc": ("none", "libtcmalloc.so.4"),
-    "heap": ("heap", None),
-    "arena": ("arena", None),
-    "reuse": ("reuse", None),
-    "auto": ("auto", None),
+CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
+    "plain": ("none", None, []),
+    "plain+mimalloc": ("none", "libmimalloc.so.2", []),
+    "plain+tcmalloc": ("none", "libtcmalloc.so.4", []),
+    "heap": ("heap", None, []),
+    "arena": ("arena", None, []),
+    "reuse": ("reuse", None, []),
+    "auto": ("auto", None, []),
+    # Shadow measurement's own cost: arena with 1 call in 100 measured.
+    "arena+shadow": ("arena", None, ["--shadow_sample_one_in=100"]),
 }
+DEFAULT_CONFIGS = ["plain", "plain+mimalloc", "plain+tcmalloc", "heap", "arena", "reuse", "auto"]
 
 
 def services(build):
@@ -75,13 +78,13 @@ def rate_for(size):
 
 
 def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
-    mode, preload = CONFIGS[config]
+    mode, preload, extra = CONFIGS[config]
     server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
     env_before = os.environ.get("LD_PRELOAD")
     if preload:
         os.environ["LD_PRELOAD"] = os.path.join(LIBDIR, preload)
     try:
-        server = rpc_bench.Server(args.server, mode, server_core, [])
+        server = rpc_bench.Server(args.server, mode, server_core, extra)
     finally:
         if env_before is None:
             os.environ.pop("LD_PRELOAD", None)
@@ -178,7 +181,8 @@ def main():
     p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     p.add_argument("--out", default=os.path.join(ROOT, "out", "corpus_rpc"))
     p.add_argument("--services", default="", help="comma-separated (default: all)")
-    p.add_argument("--configs", default=",".join(CONFIGS))
+    p.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
+                   help="any of " + ",".join(CONFIGS))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--duration", type=float, default=8)
     p.add_argument("--warmup", type=float, default=3)

@@ -49,6 +49,13 @@ ABSL_FLAG(std::string, mode, "arena",
           "none (no allocator: plain gRPC), heap, arena, reuse or auto");
 ABSL_FLAG(int, max_receive_bytes, 16 << 20,
           "largest request accepted (the corpus's largest is ~4 MB)");
+ABSL_FLAG(int, shadow_sample_one_in, 0,
+          "shadow measurement: measure 1 call in N in every mode (0: off)");
+ABSL_FLAG(double, shadow_max_cpu_share, 0.01,
+          "shadow measurement: CPU share of the measuring thread");
+ABSL_FLAG(std::string, capture_dir, "",
+          "shadow measurement: write sampled requests here (for arenarpc_advise)");
+ABSL_FLAG(int, capture_max_files, 200, "shadow measurement: files per method");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, time given to calls in flight");
 
@@ -214,20 +221,25 @@ int main(int argc, char** argv) {
   CortexImpl cortex;
   int installed = 0;
   if (mode.has_value()) {
-    installed += ::grpc::health::v1::InstallHealthAllocators(&health, *mode);
+    arenarpc::ServerOptions options(*mode);
+    options.shadow.sample_one_in = absl::GetFlag(FLAGS_shadow_sample_one_in);
+    options.shadow.max_cpu_share = absl::GetFlag(FLAGS_shadow_max_cpu_share);
+    options.shadow.capture_dir = absl::GetFlag(FLAGS_capture_dir);
+    options.shadow.capture_max_files = absl::GetFlag(FLAGS_capture_max_files);
+    installed += ::grpc::health::v1::InstallHealthAllocators(&health, options);
     installed += otlp_collector::trace::v1::InstallTraceServiceAllocators(
-        &otlp_trace, *mode);
+        &otlp_trace, options);
     installed += otlp_collector::metrics::v1::InstallMetricsServiceAllocators(
-        &otlp_metrics, *mode);
+        &otlp_metrics, options);
     installed += otlp_collector::logs::v1::InstallLogsServiceAllocators(
-        &otlp_logs, *mode);
+        &otlp_logs, options);
     installed +=
-        ::google::pubsub::v1::InstallPublisherAllocators(&publisher, *mode);
+        ::google::pubsub::v1::InstallPublisherAllocators(&publisher, options);
     installed += ::google::logging::v2::InstallLoggingServiceV2Allocators(
-        &logging, *mode);
-    installed += ::etcdserverpb::InstallKVAllocators(&kv, *mode);
-    installed += ::storage::InstallStorageServiceAllocators(&horaedb, *mode);
-    installed += ::distributor::InstallDistributorAllocators(&cortex, *mode);
+        &logging, options);
+    installed += ::etcdserverpb::InstallKVAllocators(&kv, options);
+    installed += ::storage::InstallStorageServiceAllocators(&horaedb, options);
+    installed += ::distributor::InstallDistributorAllocators(&cortex, options);
   }
 
   grpc::ServerBuilder builder;
@@ -267,16 +279,20 @@ int main(int argc, char** argv) {
       std::chrono::system_clock::now() +
       std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   server->Wait();
-  for (const arenarpc::AutoMethodStats& m : arenarpc::GetAutoMethodStats()) {
+  for (const arenarpc::MeasuredMethodStats& m : arenarpc::GetMeasuredMethodStats()) {
     std::fprintf(stderr,
-                 "auto: %s chose %s (cost us heap %.1f arena %.1f reuse %.1f; "
-                 "%llu samples, %llu switches, %llu dropped)\n",
-                 m.method.c_str(),
-                 std::string(arenarpc::AllocationModeName(m.mode)).c_str(),
+                 "%s: %s %s %s (cost us heap %.1f arena %.1f reuse %.1f; "
+                 "%llu samples, %llu switches, %llu dropped, %llu malformed, "
+                 "%llu captured)\n",
+                 m.automatic ? "auto" : "shadow", m.method.c_str(),
+                 m.automatic ? "chose" : "recommends",
+                 std::string(arenarpc::AllocationModeName(m.recommended)).c_str(),
                  m.cost_us[0], m.cost_us[1], m.cost_us[2],
                  static_cast<unsigned long long>(m.samples),
                  static_cast<unsigned long long>(m.switches),
-                 static_cast<unsigned long long>(m.dropped));
+                 static_cast<unsigned long long>(m.dropped),
+                 static_cast<unsigned long long>(m.malformed),
+                 static_cast<unsigned long long>(m.captured));
   }
   return 0;
 }

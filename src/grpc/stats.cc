@@ -139,7 +139,9 @@ GrpcStats GetGrpcStats() {
     s.reuse_evictions += p.stats.evicted_by_guard + p.stats.dropped_idle;
     s.reuse_in_use += p.stats.in_use;
   }
-  s.auto_methods = GetAutoMethodStats();
+  for (MeasuredMethodStats& m : GetMeasuredMethodStats()) {
+    (m.automatic ? s.auto_methods : s.shadow_methods).push_back(std::move(m));
+  }
   return s;
 }
 
@@ -190,6 +192,70 @@ class Writer {
  private:
   std::string out_;
 };
+
+std::string ModeLabel(int m) {
+  return absl::StrCat("mode=\"",
+                      std::string(AllocationModeName(static_cast<AllocationMode>(m))), "\"");
+}
+
+// arenarpc_grpc_<kind>_*: kAuto's ("auto") or shadow measurement's methods.
+void RenderMeasured(Writer& w, std::string_view kind,
+                    const std::vector<MeasuredMethodStats>& methods) {
+  if (methods.empty()) return;
+  const bool automatic = kind == "auto";
+  const std::string p = absl::StrCat("arenarpc_grpc_", std::string(kind), "_");
+  auto method = [](const MeasuredMethodStats& a) {
+    return absl::StrCat("method=\"", Escape(a.method), "\"");
+  };
+  const std::string pick = p + (automatic ? "chosen" : "recommended");
+  w.Family(pick, "gauge",
+           automatic ? "kAuto: 1 for the mode chosen for a method, 0 for the others."
+                     : "Shadow: 1 for the mode measured cheapest for a method, 0 for the "
+                       "others.");
+  for (const MeasuredMethodStats& a : methods) {
+    for (int m = 0; m < kNumAllocationModes; ++m) {
+      w.Sample(pick, absl::StrCat(method(a), ",", ModeLabel(m)),
+               static_cast<int>(a.recommended) == m ? 1 : 0);
+    }
+  }
+  w.Family(p + "cost_microseconds", "gauge",
+           "Measured parse + destroy of a call's messages, per mode.");
+  for (const MeasuredMethodStats& a : methods) {
+    for (int m = 0; m < kNumAllocationModes; ++m) {
+      w.Value(p + "cost_microseconds", absl::StrCat(method(a), ",", ModeLabel(m)),
+              a.cost_us[m]);
+    }
+  }
+  if (!automatic) {
+    w.Family(p + "saving_microseconds", "gauge",
+             "Estimated CPU per call saved by switching to the recommended mode.");
+    for (const MeasuredMethodStats& a : methods) {
+      w.Value(p + "saving_microseconds",
+              absl::StrCat(method(a), ",", ModeLabel(static_cast<int>(a.mode))),
+              a.saving_us);
+    }
+  }
+  struct Counter {
+    const char* suffix;
+    const char* help;
+    uint64_t MeasuredMethodStats::*field;
+  };
+  static constexpr Counter kCounters[] = {
+      {"samples_total", "Sampled calls measured.", &MeasuredMethodStats::samples},
+      {"switches_total", "Times the cheapest mode changed.",
+       &MeasuredMethodStats::switches},
+      {"dropped_total", "Samples not measured: queue full or busy, CPU budget spent.",
+       &MeasuredMethodStats::dropped},
+      {"malformed_total", "Sampled bytes that did not parse.",
+       &MeasuredMethodStats::malformed},
+      {"captured_total", "Sampled requests written to the capture directory.",
+       &MeasuredMethodStats::captured},
+  };
+  for (const Counter& c : kCounters) {
+    w.Family(p + c.suffix, "counter", c.help);
+    for (const MeasuredMethodStats& a : methods) w.Sample(p + c.suffix, method(a), a.*c.field);
+  }
+}
 
 }  // namespace
 
@@ -281,11 +347,7 @@ std::string RenderPrometheusStats() {
   }
 
   const GrpcStats gs = GetGrpcStats();
-  auto mode_label = [](int m) {
-    return "mode=\"" +
-           std::string(AllocationModeName(static_cast<AllocationMode>(m))) +
-           "\"";
-  };
+  auto mode_label = ModeLabel;
   w.Family("arenarpc_grpc_calls_total", "counter",
            "gRPC unary calls completed, by allocation mode.");
   for (int m = 0; m < kNumAllocationModes; ++m) {
@@ -323,38 +385,8 @@ std::string RenderPrometheusStats() {
   w.One("arenarpc_grpc_reuse_evictions_total", "counter",
         "Reuse-mode instances destroyed by the growth guard or idle bound.",
         gs.reuse_evictions);
-  if (!gs.auto_methods.empty()) {
-    w.Family("arenarpc_grpc_auto_chosen", "gauge",
-             "kAuto: 1 for the mode chosen for a method, 0 for the others.");
-    for (const AutoMethodStats& a : gs.auto_methods) {
-      for (int m = 0; m < kNumAllocationModes; ++m) {
-        w.Sample("arenarpc_grpc_auto_chosen",
-                 absl::StrCat("method=\"", Escape(a.method), "\",", mode_label(m)),
-                 static_cast<int>(a.mode) == m ? 1 : 0);
-      }
-    }
-    w.Family("arenarpc_grpc_auto_cost_microseconds", "gauge",
-             "kAuto: measured parse + destroy of a call's messages, per mode.");
-    for (const AutoMethodStats& a : gs.auto_methods) {
-      for (int m = 0; m < kNumAllocationModes; ++m) {
-        w.Value("arenarpc_grpc_auto_cost_microseconds",
-                absl::StrCat("method=\"", Escape(a.method), "\",", mode_label(m)),
-                a.cost_us[m]);
-      }
-    }
-    w.Family("arenarpc_grpc_auto_samples_total", "counter",
-             "kAuto: sampled calls measured.");
-    for (const AutoMethodStats& a : gs.auto_methods) {
-      w.Sample("arenarpc_grpc_auto_samples_total",
-               absl::StrCat("method=\"", Escape(a.method), "\""), a.samples);
-    }
-    w.Family("arenarpc_grpc_auto_switches_total", "counter",
-             "kAuto: times the chosen mode changed.");
-    for (const AutoMethodStats& a : gs.auto_methods) {
-      w.Sample("arenarpc_grpc_auto_switches_total",
-               absl::StrCat("method=\"", Escape(a.method), "\""), a.switches);
-    }
-  }
+  RenderMeasured(w, "auto", gs.auto_methods);
+  RenderMeasured(w, "shadow", gs.shadow_methods);
   return w.Take();
 }
 

@@ -64,11 +64,12 @@ inline uint64_t Calls(AllocationMode mode) {
   return ModeStats(mode).calls;
 }
 
-// Echo server on 127.0.0.1, a free port, with `mode` installed.
+// Echo server on 127.0.0.1, a free port, with `options` (or a mode)
+// installed.
 class EchoServer {
  public:
-  explicit EchoServer(AllocationMode mode, int max_receive_bytes = 4 << 20) {
-    EXPECT_EQ(echo::InstallEchoServiceAllocators(&service_, mode), 1);
+  explicit EchoServer(const ServerOptions& options, int max_receive_bytes = 4 << 20) {
+    EXPECT_EQ(echo::InstallEchoServiceAllocators(&service_, options), 1);
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                              &port_);

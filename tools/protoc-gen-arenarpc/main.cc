@@ -105,14 +105,14 @@ class Generator final : public google::protobuf::compiler::CodeGenerator {
       const ServiceDescriptor* service = file->service(s);
       vars["service"] = service->name();
       p.Print(vars,
-              "// Installs arenarpc's allocator of `mode` on every unary "
-              "method of\n"
-              "// $service$ that `service` implements with the callback API; "
-              "returns\n"
-              "// how many. Call before the server starts.\n"
+              "// Installs arenarpc's allocator of `options` (or a mode) on "
+              "every unary\n"
+              "// method of $service$ that `service` implements with the "
+              "callback API;\n"
+              "// returns how many. Call before the server starts.\n"
               "template <class Service>\n"
               "int Install$service$Allocators(Service* service,\n"
-              "    ::arenarpc::AllocationMode mode) {\n"
+              "    const ::arenarpc::ServerOptions& options) {\n"
               "  static_assert(std::is_base_of_v<$service$::Service, "
               "Service>,\n"
               "                \"not a $service$ service\");\n"
@@ -124,13 +124,17 @@ class Generator final : public google::protobuf::compiler::CodeGenerator {
                   "method", method->name());
           continue;
         }
+        // The method's full name labels its stats and capture directory.
         p.Print(
             "  if constexpr (requires { "
             "&Service::SetMessageAllocatorFor_$method$; }) {\n"
-            "    installed += ::arenarpc::InstallMessageAllocators(\n"
-            "        service, mode, &Service::SetMessageAllocatorFor_$method$);\n"
+            "    ::arenarpc::internal::InstallOne(service, options, "
+            "\"$full$\",\n"
+            "        &Service::SetMessageAllocatorFor_$method$);\n"
+            "    ++installed;\n"
             "  }\n",
-            "method", method->name());
+            "method", std::string(method->name()), "full",
+            std::string(service->full_name()) + "/" + std::string(method->name()));
       }
       p.Print("  return installed;\n}\n\n");
     }

@@ -40,6 +40,31 @@
 //    again in every mode (CostProbe) and a ModeChooser moves the method to a
 //    mode only when it is surely cheaper. Starts on kArena. Choices and
 //    costs: GetGrpcStats().auto_methods and the Prometheus text.
+// Shadow measurement (ServerOptions::shadow, off by default): in any mode, a
+// random 1 in `sample_one_in` calls is measured the way kAuto measures (the
+// same sampler, queue, thread and chooser): its messages are serialized when
+// gRPC releases the call (the response was already sent) and parsed again
+// in every mode off the request path. Per method, GetGrpcStats().
+// shadow_methods and the Prometheus text (arenarpc_grpc_shadow_*) then show
+// the measured cost per mode, the mode that would be cheaper and the
+// estimated saving per call of switching to it. Bounds: the queue holds at
+// most 4 samples and 16 MiB and is never waited for (a sample that does not
+// fit is dropped and counted); the measuring thread runs at nice 19 and
+// stops measuring while its CPU time exceeds `max_cpu_share` of the
+// process's (dropped, counted); a sample that does not parse is counted
+// (`malformed`) and dropped. With `capture_dir`, sampled requests are also
+// written there for arenarpc_advise, one file each, as
+// <capture_dir>/<method>/NNNNNN.bin with the request type's full name in
+// <capture_dir>/<method>/TYPE, at most `capture_max_files` files and
+// `capture_max_bytes` bytes per method (files already there count). Writing
+// happens on the measuring thread; a write error stops capturing for that
+// method (counted in capture_errors).
+//
+//   arenarpc::ServerOptions options(arenarpc::AllocationMode::kArena);
+//   options.shadow.sample_one_in = 100;
+//   options.shadow.capture_dir = "/var/tmp/myservice-samples";
+//   arenarpc::echo::InstallEchoServiceAllocators(&service, options);
+//
 // FreeRequest() in each mode: heap destroys the request, arena releases the
 // request's arena, reuse returns the request to its pool. The handler must
 // not touch the request afterwards (gRPC's own default holder ignores
@@ -69,18 +94,25 @@
 // a call's holder is used by one call at a time, as gRPC guarantees.
 // Lifetime: allocators returned by GetMessageAllocator() are process-wide
 // and never destroyed (gRPC requires them to outlive the server); so are the
-// shared MessagePools of kReuse.
+// shared MessagePools of kReuse. An install with shadow measurement on makes
+// one allocator per method per install, also never destroyed (install once
+// per service, not once per call; installing the same method and mode again
+// reuses the first install's allocator, with its shadow options).
 #ifndef ARENARPC_GRPC_SERVER_H_
 #define ARENARPC_GRPC_SERVER_H_
 
 #include <google/protobuf/message.h>
 #include <grpcpp/support/message_allocator.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "arenarpc/allocation_mode.h"
@@ -93,6 +125,24 @@ namespace arenarpc {
 AllocationMode EffectiveAllocationMode(AllocationMode mode);
 // True if the kill switch is on (build option or environment).
 bool ArenasDisabled();
+
+// Shadow measurement of a server's methods (see above). Off by default.
+struct ShadowOptions {
+  int sample_one_in = 0;        // 0: off; N: a random 1 in N calls measured
+  double max_cpu_share = 0.01;  // measuring thread's CPU / the process's
+  std::string capture_dir;      // "": measure only; else also write samples
+  int capture_max_files = 200;  // per method, files already there included
+  uint64_t capture_max_bytes = uint64_t{64} << 20;  // per method
+};
+
+// What an install gives a server's methods. Implicit from a mode, so
+// Install*(service, mode) keeps working.
+struct ServerOptions {
+  ServerOptions(AllocationMode m = AllocationMode::kArena)  // NOLINT
+      : mode(m) {}
+  AllocationMode mode;
+  ShadowOptions shadow;
+};
 
 namespace internal {
 // Stats hooks (src/grpc/stats.cc).
@@ -128,22 +178,28 @@ MessagePool<T>& SharedMessagePool() {
 
 namespace internal {
 
-// One (request type, response type) pair under kAuto: its chooser, and the
-// sampling that feeds it (src/grpc/auto_mode.cc). Process-wide, never
-// destroyed.
-class AutoMethod {
+// A method's measuring (src/grpc/method_meter.cc), for kAuto and for
+// shadow measurement: sampling, the queue to the measuring thread, the
+// chooser the measurements feed, the capture. Never destroyed.
+class MethodMeter {
  public:
-  AutoMethod(const google::protobuf::Message* request_prototype,
-             const google::protobuf::Message* response_prototype);
+  // `mode`: kAuto (the chooser's pick runs) or the installed mode.
+  MethodMeter(std::string name, AllocationMode mode, const ShadowOptions& shadow,
+              const google::protobuf::Message* request_prototype,
+              const google::protobuf::Message* response_prototype);
+  // The mode calls run in now.
   AllocationMode mode() const;
-  // True for the calls whose messages are measured (chosen at random: about
-  // 1 in 8 until 32 samples were taken, then 1 in 512).
+  // True for the calls whose messages are measured (at random: under kAuto
+  // about 1 in 8 until 32 samples were taken, then 1 in 512 or the shadow
+  // rate; otherwise 1 in sample_one_in). False while the queue is full.
   bool ShouldSample();
-  // Serializes the messages of a sampled call (on the calling thread) and
-  // queues them for the measuring thread. Never waits: drops the sample when
-  // the queue is full or busy. `request` may be null (FreeRequest()).
-  void Submit(const google::protobuf::Message* request,
-              const google::protobuf::Message& response);
+  // Serializes the response of a sampled call (on the calling thread) and
+  // queues it with the request's bytes. Never waits: drops the sample when
+  // the queue is full or busy.
+  void Submit(std::string request, const google::protobuf::Message& response);
+  // Queues serialized messages as a sample; false if dropped. Bytes that do
+  // not parse are counted as malformed by the measuring thread.
+  bool SubmitBytes(std::string request, std::string response);
 
   struct Impl;
 
@@ -151,22 +207,53 @@ class AutoMethod {
   Impl* const impl_;  // never destroyed
 };
 
+// A holder's part in measuring a sampled call (none when `meter` is null):
+// the request's bytes are taken when gRPC releases the call, or, if the
+// handler frees the request early, just before it is freed (only then on
+// the handler's thread, for sampled calls).
+class SampledCall {
+ public:
+  explicit SampledCall(MethodMeter* meter) : meter_(meter) {}
+  void BeforeFreeRequest(const google::protobuf::Message& request) {
+    if (meter_ != nullptr) freed_request_ = request.SerializeAsString();
+  }
+  void AtRelease(const google::protobuf::Message* request,
+                 const google::protobuf::Message& response) {
+    if (meter_ == nullptr) return;
+    if (request != nullptr) {
+      meter_->Submit(request->SerializeAsString(), response);
+    } else if (freed_request_.has_value()) {
+      meter_->Submit(std::move(*freed_request_), response);
+    }
+  }
+
+ private:
+  MethodMeter* const meter_;
+  std::optional<std::string> freed_request_;
+};
+
+// Tests only: while paused the measuring thread takes nothing off the queue;
+// the number of samples queued now.
+void PauseMeasuringForTest(bool paused);
+size_t QueuedSamplesForTest();
+
 // kHeap: request and response are heap objects inside the holder.
 template <class Req, class Resp>
 class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
  public:
-  explicit HeapHolder(AutoMethod* sampler) : request_(std::in_place), sampler_(sampler) {
+  explicit HeapHolder(MethodMeter* sampler) : request_(std::in_place), sampled_(sampler) {
     this->set_request(&*request_);
     this->set_response(&response_);
   }
   void FreeRequest() override {
     if (!request_.has_value()) return;
     RecordFreeRequest(AllocationMode::kHeap);
+    sampled_.BeforeFreeRequest(*request_);
     this->set_request(nullptr);
     request_.reset();
   }
   void Release() override {
-    if (sampler_ != nullptr) sampler_->Submit(this->request(), response_);
+    sampled_.AtRelease(this->request(), response_);
     RecordRelease(AllocationMode::kHeap, 0);
     delete this;
   }
@@ -174,15 +261,15 @@ class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
  private:
   std::optional<Req> request_;
   Resp response_;
-  AutoMethod* const sampler_;
+  SampledCall sampled_;
 };
 
 // kArena: request and response on two pooled arenas owned by the call.
 template <class Req, class Resp>
 class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
  public:
-  explicit ArenaHolder(AutoMethod* sampler)
-      : request_arena_(std::in_place), sampler_(sampler) {
+  explicit ArenaHolder(MethodMeter* sampler)
+      : request_arena_(std::in_place), sampled_(sampler) {
     this->set_request(request_arena_->template Create<Req>());
     this->set_response(response_arena_.template Create<Resp>());
   }
@@ -190,11 +277,12 @@ class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
     if (!request_arena_.has_value()) return;
     RecordFreeRequest(AllocationMode::kArena);
     request_bytes_ = request_arena_->SpaceAllocated();
+    sampled_.BeforeFreeRequest(*this->request());
     this->set_request(nullptr);
     request_arena_.reset();  // destroys the request, pages back to the pool
   }
   void Release() override {
-    if (sampler_ != nullptr) sampler_->Submit(this->request(), *this->response());
+    sampled_.AtRelease(this->request(), *this->response());
     uint64_t bytes = response_arena_.SpaceAllocated();
     bytes += request_arena_.has_value() ? request_arena_->SpaceAllocated()
                                         : request_bytes_;
@@ -206,7 +294,7 @@ class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
   std::optional<ScopedArena> request_arena_;
   ScopedArena response_arena_;
   uint64_t request_bytes_ = 0;
-  AutoMethod* const sampler_;
+  SampledCall sampled_;
 };
 
 // kReuse: request and response borrowed from MessagePools.
@@ -214,19 +302,20 @@ template <class Req, class Resp>
 class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
  public:
   ReuseHolder(PooledMessage<Req> request, PooledMessage<Resp> response,
-              AutoMethod* sampler)
-      : request_(std::move(request)), response_(std::move(response)), sampler_(sampler) {
+              MethodMeter* sampler)
+      : request_(std::move(request)), response_(std::move(response)), sampled_(sampler) {
     this->set_request(request_.get());
     this->set_response(response_.get());
   }
   void FreeRequest() override {
     if (!request_) return;
     RecordFreeRequest(AllocationMode::kReuse);
+    sampled_.BeforeFreeRequest(*request_);
     this->set_request(nullptr);
     request_.reset();  // cleared and back to its pool
   }
   void Release() override {
-    if (sampler_ != nullptr) sampler_->Submit(this->request(), *response_);
+    sampled_.AtRelease(this->request(), *response_);
     RecordRelease(AllocationMode::kReuse, 0);
     // The pool sizes the response from the cached size gRPC's
     // serialization left (no second walk).
@@ -236,7 +325,7 @@ class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
  private:
   PooledMessage<Req> request_;
   PooledMessage<Resp> response_;
-  AutoMethod* const sampler_;
+  SampledCall sampled_;
 };
 
 }  // namespace internal
@@ -284,17 +373,18 @@ class ReuseMessageAllocator final
   MessagePool<Resp>* const responses_;
 };
 
-// kAuto: each call in the mode the method's chooser picked from sampled
-// calls (measured off the request path; see AutoMethod above).
+// kAuto, or any mode with shadow measurement: each call in the meter's mode
+// (kAuto: the chooser's pick), a sampled few measured off the request path.
 template <class Req, class Resp>
-class AutoMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
+class MeteredMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
  public:
-  AutoMessageAllocator()
-      : method_(&Req::default_instance(), &Resp::default_instance()) {}
+  MeteredMessageAllocator(std::string name, const ServerOptions& options)
+      : meter_(std::move(name), options.mode, options.shadow,
+               &Req::default_instance(), &Resp::default_instance()) {}
 
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
-    const AllocationMode mode = method_.mode();
-    internal::AutoMethod* sampler = method_.ShouldSample() ? &method_ : nullptr;
+    const AllocationMode mode = meter_.mode();
+    internal::MethodMeter* sampler = meter_.ShouldSample() ? &meter_ : nullptr;
     internal::RecordAllocate(mode);
     switch (mode) {
       case AllocationMode::kArena:
@@ -309,7 +399,7 @@ class AutoMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
   }
 
  private:
-  internal::AutoMethod method_;
+  internal::MethodMeter meter_;
 };
 
 // The process-wide allocator of `mode` (after the kill switch) for
@@ -329,7 +419,9 @@ template <class Req, class Resp>
       return a;
     }
     case AllocationMode::kAuto: {
-      static auto* const a = new AutoMessageAllocator<Req, Resp>();
+      static auto* const a = new MeteredMessageAllocator<Req, Resp>(
+          internal::MessageTypeName<Req>() + " -> " + internal::MessageTypeName<Resp>(),
+          ServerOptions(AllocationMode::kAuto));
       return a;
     }
     case AllocationMode::kHeap:
@@ -340,22 +432,46 @@ template <class Req, class Resp>
 }
 
 namespace internal {
+// `method` names the method in stats ("" : "Req -> Resp").
 template <class Service, class Mixin, class Req, class Resp>
-void InstallOne(Service* service, AllocationMode mode,
+void InstallOne(Service* service, const ServerOptions& options,
+                std::string_view method,
                 void (Mixin::*setter)(::grpc::MessageAllocator<Req, Resp>*)) {
   static_assert(std::is_base_of_v<Mixin, Service>,
                 "the setter is not a member of this service");
-  (service->*setter)(GetMessageAllocator<Req, Resp>(mode));
+  const AllocationMode mode = EffectiveAllocationMode(options.mode);
+  if (options.shadow.sample_one_in <= 0 || ArenasDisabled()) {
+    (service->*setter)(GetMessageAllocator<Req, Resp>(mode));
+    return;
+  }
+  // One metered allocator per (method, mode) for the process: installing
+  // the same service again (a second server, a test) shares its
+  // measurements instead of listing the method twice. Never destroyed.
+  static std::mutex mu;
+  static auto* const allocators =
+      new std::map<std::pair<std::string, AllocationMode>,
+                   MeteredMessageAllocator<Req, Resp>*>();
+  std::string name = method.empty()
+                         ? MessageTypeName<Req>() + " -> " + MessageTypeName<Resp>()
+                         : std::string(method);
+  std::lock_guard<std::mutex> lock(mu);
+  auto& allocator = (*allocators)[{name, mode}];
+  if (allocator == nullptr) {
+    ServerOptions o = options;
+    o.mode = mode;
+    allocator = new MeteredMessageAllocator<Req, Resp>(std::move(name), o);
+  }
+  (service->*setter)(allocator);
 }
 }  // namespace internal
 
-// Installs the allocator of `mode` on each given generated setter, e.g.
-// &Foo::CallbackService::SetMessageAllocatorFor_Bar. Call before the server
-// starts. Returns the number of methods installed.
+// Installs the allocator of `options` (or just a mode) on each given
+// generated setter, e.g. &Foo::CallbackService::SetMessageAllocatorFor_Bar.
+// Call before the server starts. Returns the number of methods installed.
 template <class Service, class... Setters>
-int InstallMessageAllocators(Service* service, AllocationMode mode,
+int InstallMessageAllocators(Service* service, const ServerOptions& options,
                              Setters... setters) {
-  (internal::InstallOne(service, mode, setters), ...);
+  (internal::InstallOne(service, options, "", setters), ...);
   return static_cast<int>(sizeof...(Setters));
 }
 

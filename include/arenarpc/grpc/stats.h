@@ -22,7 +22,10 @@
 //                             calls in flight, FreeRequest() calls, and the
 //                             histogram of arena bytes per kArena call, and
 //                             kAuto's choice and measured costs per method
-//                             (arenarpc_grpc_auto_*, label method="...").
+//                             (arenarpc_grpc_auto_*, label method="..."),
+//                             and shadow measurement's costs, recommended
+//                             mode and estimated saving per method
+//                             (arenarpc_grpc_shadow_*).
 //
 // Thread safety: everything here may be called from any thread at any time.
 // Counters are read without stopping writers, so a snapshot taken under load
@@ -68,17 +71,29 @@ struct GrpcModeStats {
   uint64_t arena_bytes_p99 = 0;
 };
 
-// kAuto, per (request type, response type): what the chooser picked and the
-// costs behind it (parse + destroy of request and response, measured on
-// sampled calls off the request path, smoothed).
-struct AutoMethodStats {
-  std::string method;  // "pkg.Request -> pkg.Response"
-  AllocationMode mode = AllocationMode::kArena;  // chosen now
+// A measured method (kAuto, or shadow measurement): the costs per mode
+// (parse + destroy of request and response, measured on sampled calls off
+// the request path, smoothed), the mode running and the one that would be
+// cheaper.
+struct MeasuredMethodStats {
+  std::string method;  // "pkg.Service/Method", or "pkg.Req -> pkg.Resp"
+  bool automatic = false;  // kAuto: `mode` follows `recommended`
+  AllocationMode mode = AllocationMode::kArena;         // calls run in it now
+  AllocationMode recommended = AllocationMode::kArena;  // surely cheapest
   std::array<double, kNumAllocationModes> cost_us = {};  // by AllocationMode
-  uint64_t samples = 0;   // sampled calls measured
-  uint64_t switches = 0;  // times the choice changed
-  uint64_t dropped = 0;   // samples not taken (measuring queue full or busy)
+  // Estimated CPU saved per call by switching to `recommended`:
+  // cost_us[mode] - cost_us[recommended] (0 for kAuto, which switched).
+  double saving_us = 0;
+  uint64_t samples = 0;    // sampled calls measured
+  uint64_t switches = 0;   // times `recommended` changed
+  uint64_t dropped = 0;    // samples not taken: queue full, busy, CPU budget
+  uint64_t malformed = 0;  // sampled bytes that did not parse
+  uint64_t captured = 0;   // sampled requests written to capture_dir
+  uint64_t capture_errors = 0;  // failed writes (capturing then stops)
 };
+using AutoMethodStats = MeasuredMethodStats;
+// Every measured method; GetAutoMethodStats() only kAuto's.
+std::vector<MeasuredMethodStats> GetMeasuredMethodStats();
 std::vector<AutoMethodStats> GetAutoMethodStats();
 
 struct GrpcStats {
@@ -88,7 +103,8 @@ struct GrpcStats {
   uint64_t reuse_created = 0;     // MessagePoolStats::created
   uint64_t reuse_evictions = 0;   // evicted_by_guard + dropped_idle
   uint64_t reuse_in_use = 0;      // pooled messages on loan now
-  std::vector<AutoMethodStats> auto_methods;  // kAuto's choices
+  std::vector<MeasuredMethodStats> auto_methods;    // kAuto's choices
+  std::vector<MeasuredMethodStats> shadow_methods;  // shadow measurement
 };
 GrpcStats GetGrpcStats();
 
