@@ -12,7 +12,9 @@
 // baseline. Any other mode goes through arenarpc::ParseAllocationMode and
 // the generated Install<Service>Allocators of each service. At exit, in
 // --mode=auto, prints each method's choice to stderr ("auto: <method> chose
-// <mode> ..."). Each handler walks the request as a real handler would (the corpus walk), fills the
+// <mode> ..."); with --shadow_sample_one_in=N, each method's shadow
+// measurement ("shadow: <method> recommends <mode> ..."), and --capture_dir
+// writes sampled requests for arenarpc_advise. Each handler walks the request as a real handler would (the corpus walk), fills the
 // corpus response and finishes OK; nothing is printed per call. SIGTERM or
 // SIGINT shuts the server down and exits 0.
 #include <grpcpp/grpcpp.h>
@@ -56,6 +58,8 @@ ABSL_FLAG(double, shadow_max_cpu_share, 0.01,
 ABSL_FLAG(std::string, capture_dir, "",
           "shadow measurement: write sampled requests here (for arenarpc_advise)");
 ABSL_FLAG(int, capture_max_files, 200, "shadow measurement: files per method");
+ABSL_FLAG(uint64_t, capture_max_bytes, uint64_t{64} << 20,
+          "shadow measurement: bytes per method");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, time given to calls in flight");
 
@@ -226,6 +230,7 @@ int main(int argc, char** argv) {
     options.shadow.max_cpu_share = absl::GetFlag(FLAGS_shadow_max_cpu_share);
     options.shadow.capture_dir = absl::GetFlag(FLAGS_capture_dir);
     options.shadow.capture_max_files = absl::GetFlag(FLAGS_capture_max_files);
+    options.shadow.capture_max_bytes = absl::GetFlag(FLAGS_capture_max_bytes);
     installed += ::grpc::health::v1::InstallHealthAllocators(&health, options);
     installed += otlp_collector::trace::v1::InstallTraceServiceAllocators(
         &otlp_trace, options);

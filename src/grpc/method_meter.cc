@@ -66,10 +66,11 @@ constexpr size_t kMaxQueued = 4;
 constexpr size_t kMaxQueuedBytes = size_t{16} << 20;
 // CPU the measuring thread may spend before its share is enforced, so the
 // first samples of a fresh server are measured.
-constexpr double kCpuCreditNs = 250e6;
-// kAuto's share without shadow options: it must reach a first decision on
-// large messages (each sample measured is several parses of its own).
-constexpr double kAutoCpuShare = 0.05;
+constexpr double kCpuCreditNs = 50e6;
+// kAuto's share without shadow options: its learning phase (1 in 8 calls
+// until 32 samples) must end on large messages too, each sample being
+// several parses; afterwards 1 in 512 keeps it far below this.
+constexpr double kAutoCpuShare = 0.25;
 
 double CpuNs(clockid_t clock) {
   timespec ts;
