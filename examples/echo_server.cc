@@ -6,6 +6,11 @@
 //   grpcurl -plaintext 127.0.0.1:N grpc.health.v1.Health/Check
 //   ghz --insecure --call arenarpc.echo.EchoService.Echo -d '{}' 127.0.0.1:N
 //
+//   # Which mode would be cheaper, measured on live traffic; samples kept
+//   # for arenarpc_advise (docs/ADVISE.md):
+//   arenarpc_echo_server --mode=heap --shadow_sample_one_in=100 \
+//       --capture_dir=/tmp/echo-samples
+//
 // Server reflection and the standard health service are on, so grpcurl and
 // ghz work without the .proto. SIGTERM or SIGINT shuts the server down
 // (calls in flight get --shutdown_grace_ms to finish), prints the stats in
@@ -34,6 +39,10 @@ ABSL_FLAG(std::string, mode, "arena",
           "allocation mode of the Echo method: heap, arena, reuse or auto; "
           "none installs no allocator (plain gRPC, the baseline)");
 ABSL_FLAG(int, max_receive_bytes, 4 << 20, "largest request accepted");
+ABSL_FLAG(int, shadow_sample_one_in, 0,
+          "shadow measurement: measure 1 call in N in the other modes (0: off)");
+ABSL_FLAG(std::string, capture_dir, "",
+          "shadow measurement: write sampled requests here, for arenarpc_advise");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, time given to calls in flight");
 ABSL_FLAG(bool, print_stats, true,
@@ -61,7 +70,10 @@ int main(int argc, char** argv) {
 
   arenarpc::echo::EchoServiceImpl service;
   if (!plain) {
-    arenarpc::echo::InstallEchoServiceAllocators(&service, *mode);  // one line
+    arenarpc::ServerOptions options(*mode);
+    options.shadow.sample_one_in = absl::GetFlag(FLAGS_shadow_sample_one_in);
+    options.shadow.capture_dir = absl::GetFlag(FLAGS_capture_dir);
+    arenarpc::echo::InstallEchoServiceAllocators(&service, options);  // one line
   }
 
   grpc::EnableDefaultHealthCheckService(true);
