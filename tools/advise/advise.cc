@@ -136,6 +136,12 @@ absl::StatusOr<Advice> Advise(const Schema& schema,
     }
   }
 
+  // calibration.h: reuse of a type Clear() cannot keep whole is an arena.
+  std::array<double, kNumAllocationModes> factors = kGeneratedPerDynamic;
+  if (!a.reuse_limit.empty()) {
+    factors[Index(AllocationMode::kReuse)] =
+        factors[Index(AllocationMode::kArena)];
+  }
   CostProbe probe(prototype);
   ModeChooser chooser;
   double wire = 0, allocs = 0, alloc_bytes = 0;
@@ -154,8 +160,7 @@ absl::StatusOr<Advice> Advise(const Schema& schema,
 
     ModeCosts c = probe.Measure(s.wire, options.rounds);
     if (dynamic) {
-      for (int m = 0; m < kNumAllocationModes; ++m)
-        c.ns[m] *= kGeneratedPerDynamic[m];
+      for (int m = 0; m < kNumAllocationModes; ++m) c.ns[m] *= factors[m];
     }
     chooser.Observe(c);
     for (int m = 0; m < kNumAllocationModes; ++m) ns[m] += c.ns[m];
