@@ -233,6 +233,53 @@ TEST(AdviseTest, DirectoryAndTypeErrors) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A schema this program does not link, so generated code would have to
+// be built; a compiler that does not exist makes that fail at once.
+std::unique_ptr<Schema> UnlinkedSchema() {
+  google::protobuf::FileDescriptorSet set;
+  google::protobuf::FileDescriptorProto* file = set.add_file();
+  file->set_name("advise_test_unlinked.proto");
+  file->set_package("advise.test");
+  file->set_syntax("proto3");
+  google::protobuf::DescriptorProto* m = file->add_message_type();
+  m->set_name("Unlinked");
+  google::protobuf::FieldDescriptorProto* f = m->add_field();
+  f->set_name("s");
+  f->set_number(1);
+  f->set_type(google::protobuf::FieldDescriptorProto::TYPE_STRING);
+  f->set_label(google::protobuf::FieldDescriptorProto::LABEL_OPTIONAL);
+  return *SchemaFromSet(set, "unlinked");
+}
+
+TEST(AdviseTest, WithoutACompilerAutoFallsBackAndGeneratedFails) {
+  const std::string dir = TempDir("unlinked");
+  test::WriteSamples(dir,
+                     {std::string("\x0a\x03"
+                                  "abc",
+                                  5)},
+                     "advise.test.Unlinked");
+  std::unique_ptr<Schema> schema = UnlinkedSchema();
+  AdviseOptions options;
+  options.samples_dir = dir;
+  options.build.cxx = "/nonexistent/c++";
+  options.build.cache_dir = TempDir("unlinked_cache");
+  absl::StatusOr<Advice> a = Advise(*schema, options);  // Code::kAuto
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->code.rfind("dynamic (calibrated", 0), 0u) << a->code;
+  ASSERT_EQ(a->warnings.size(), 1u);
+  EXPECT_NE(a->warnings[0].find("generated code unavailable"),
+            std::string::npos);
+
+  options.code = Code::kGenerated;
+  a = Advise(*schema, options);
+  ASSERT_FALSE(a.ok());
+  // A static libprotobuf (e.g. the 33.6 build) stops it before the compiler.
+  EXPECT_TRUE(
+      a.status().message().find("/nonexistent/c++") != std::string::npos ||
+      a.status().message().find("static libprotobuf") != std::string::npos)
+      << a.status();
+}
+
 TEST(SamplesTest, SortedByNameAndBounded) {
   const std::string dir = TempDir("sorted");
   test::WriteSamples(dir, {"c", "a", "b"}, "pkg.T");

@@ -56,16 +56,23 @@ std::string Reason(const Advice& a, const Verdict& v) {
           ") per call; reuse is not cheaper than arena by more than ",
           Percent(kMargin), "; use arena");
     default:
-      return absl::StrFormat(
-          "messages are small (%.1f KB, %.0f allocations) or cheap to free: "
-          "arena %+.0f%%, "
-          "reuse %+.0f%% of heap's %.1f us parse+destroy, not beyond %.0f%% "
-          "and the "
-          "spread; stay on heap",
-          a.wire_bytes_mean / 1024, a.allocs_per_message,
-          100 * v.arena_vs_heap.mean, 100 * v.reuse_vs_heap.mean,
-          heap.parse_destroy_us, 100 * kMargin);
+      break;
   }
+  const std::string measured = absl::StrFormat(
+      "arena %+.0f%%, reuse %+.0f%% of heap's %.1f us parse+destroy",
+      100 * v.arena_vs_heap.mean, 100 * v.reuse_vs_heap.mean,
+      heap.parse_destroy_us);
+  if (v.arena_vs_heap.mean > -kMargin) {
+    return absl::StrFormat(
+        "messages are small or cheap to build (%.1f KB, %.0f allocations): "
+        "an arena costs about what the allocations it saves cost (%s); stay "
+        "on heap",
+        a.wire_bytes_mean / 1024, a.allocs_per_message, measured);
+  }
+  return absl::StrFormat(
+      "%s: cheaper on average, but not beyond the measured spread of %d "
+      "samples; stay on heap (more samples may decide)",
+      measured, a.samples);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "arenarpc/mode_chooser.h"
 
 namespace arenarpc::advise {
 namespace {
@@ -44,9 +45,11 @@ std::string FormatTable(const Advice& a) {
   absl::StrAppendFormat(
       &out, "server CPU per call outside parse+destroy: %.1f us (%s)\n\n",
       a.base_us,
-      a.base_from == "model" ? "model: 220 us + 0.005 us per wire byte; "
-                               "--baseline_cpu_us gives yours"
-                             : "from --baseline_cpu_us");
+      a.base_from == "model"
+          ? absl::StrFormat("model: %g us + %g us per wire byte; "
+                            "--baseline_cpu_us gives yours",
+                            kBaseUs, kBaseUsPerWireByte)
+          : "from --baseline_cpu_us");
   absl::StrAppendFormat(&out, "%-6s %18s %16s %12s %8s\n", "mode",
                         "parse+destroy us", "cpu us per call", "saving us",
                         "saving");
@@ -57,9 +60,12 @@ std::string FormatTable(const Advice& a) {
                           x.cpu_us_per_call, x.saving_us, 100 * x.saving_share);
   }
   absl::StrAppendFormat(
-      &out, "\nauto would choose: %s\nrecommended: %s\nreason: %s\n",
-      AllocationModeName(a.auto_choice), AllocationModeName(a.recommended),
-      a.reason);
+      &out, "\nauto would choose: %s%s\nrecommended: %s\nreason: %s\n",
+      AllocationModeName(a.auto_choice),
+      a.samples < ModeChooserOptions().min_samples
+          ? " (undecided: fewer samples than it needs, so its starting mode)"
+          : "",
+      AllocationModeName(a.recommended), a.reason);
   return out;
 }
 

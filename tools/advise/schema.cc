@@ -26,8 +26,35 @@ void AddWithImports(const FileDescriptor* file, std::set<std::string>& seen,
   file->CopyTo(set.add_file());
 }
 
-absl::StatusOr<std::unique_ptr<Schema>> FromSet(FileDescriptorSet set,
-                                                const std::string& origin) {
+// Importer's error interface changed in v22+ (RecordError, string_view);
+// both are defined without `override` so the one the version declares is
+// the one overridden.
+class ErrorList : public google::protobuf::compiler::MultiFileErrorCollector {
+ public:
+  void AddError(const std::string& file, int line, int column,
+                const std::string& message) {
+    Add(file, line, column, message);
+  }
+  void RecordError(absl::string_view file, int line, int column,
+                   absl::string_view message) {
+    Add(file, line, column, message);
+  }
+  std::vector<std::string> errors;
+
+ private:
+  void Add(absl::string_view file, int line, int column,
+           absl::string_view message) {
+    // Zero-based in the interface; editors count from 1.
+    errors.push_back(line < 0 ? absl::StrCat(file, ": ", message)
+                              : absl::StrCat(file, ":", line + 1, ":",
+                                             column + 1, ": ", message));
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Schema>> SchemaFromSet(
+    FileDescriptorSet set, const std::string& origin) {
   auto schema = std::make_unique<Schema>();
   std::set<std::string> names;
   for (const FileDescriptorProto& f : set.file()) names.insert(f.name());
@@ -57,33 +84,6 @@ absl::StatusOr<std::unique_ptr<Schema>> FromSet(FileDescriptorSet set,
   return schema;
 }
 
-// Importer's error interface changed in v22+ (RecordError, string_view);
-// both are defined without `override` so the one the version declares is
-// the one overridden.
-class ErrorList : public google::protobuf::compiler::MultiFileErrorCollector {
- public:
-  void AddError(const std::string& file, int line, int column,
-                const std::string& message) {
-    Add(file, line, column, message);
-  }
-  void RecordError(absl::string_view file, int line, int column,
-                   absl::string_view message) {
-    Add(file, line, column, message);
-  }
-  std::vector<std::string> errors;
-
- private:
-  void Add(absl::string_view file, int line, int column,
-           absl::string_view message) {
-    // Zero-based in the interface; editors count from 1.
-    errors.push_back(line < 0 ? absl::StrCat(file, ": ", message)
-                              : absl::StrCat(file, ":", line + 1, ":",
-                                             column + 1, ": ", message));
-  }
-};
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<Schema>> LoadDescriptorSet(
     const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -95,7 +95,7 @@ absl::StatusOr<std::unique_ptr<Schema>> LoadDescriptorSet(
     return absl::InvalidArgumentError(
         path + ": not a FileDescriptorSet (protoc --descriptor_set_out)");
   }
-  return FromSet(std::move(set), path);
+  return SchemaFromSet(std::move(set), path);
 }
 
 absl::StatusOr<std::unique_ptr<Schema>> LoadProtos(
@@ -122,14 +122,14 @@ absl::StatusOr<std::unique_ptr<Schema>> LoadProtos(
     }
     AddWithImports(file, seen, set);
   }
-  return FromSet(std::move(set), absl::StrJoin(protos, ","));
+  return SchemaFromSet(std::move(set), absl::StrJoin(protos, ","));
 }
 
 std::unique_ptr<Schema> SchemaOf(const FileDescriptor* file) {
   std::set<std::string> seen;
   FileDescriptorSet set;
   AddWithImports(file, seen, set);
-  auto schema = FromSet(std::move(set), std::string(file->name()));
+  auto schema = SchemaFromSet(std::move(set), std::string(file->name()));
   return schema.ok() ? *std::move(schema) : nullptr;  // a linked file builds
 }
 

@@ -32,6 +32,11 @@ struct Schema {
   google::protobuf::DescriptorPool pool{&database};
 };
 
+// A FileDescriptorSet; `origin` names it in errors. Every import must be
+// in it.
+absl::StatusOr<std::unique_ptr<Schema>> SchemaFromSet(
+    google::protobuf::FileDescriptorSet set, const std::string& origin);
+
 // A FileDescriptorSet file. Every import must be in it.
 absl::StatusOr<std::unique_ptr<Schema>> LoadDescriptorSet(
     const std::string& path);
