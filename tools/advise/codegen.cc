@@ -126,7 +126,12 @@ absl::StatusOr<BuildResult> LoadGeneratedCode(const Schema& schema,
         schema.pool.FindFileByName(f.name());
     const google::protobuf::FileDescriptor* theirs =
         generated->FindFileByName(f.name());
-    if (theirs == nullptr || Canonical(mine) != Canonical(theirs)) {
+    // protobuf's own files (descriptor.proto for custom options, the
+    // well-known types) may come from another protoc release: the linked
+    // version is the one the generated code compiles against anyway.
+    const bool protobufs_own = f.name().rfind("google/protobuf/", 0) == 0;
+    if (theirs == nullptr ||
+        (!protobufs_own && Canonical(mine) != Canonical(theirs))) {
       return absl::FailedPreconditionError(absl::StrCat(
           f.name(),
           " is linked into this program with other contents; "

@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_json)) {
     for (const std::string& w : advice->warnings)
       std::cerr << "arenarpc_advise: warning: " << w << "\n";
-    std::cout << advise::FormatJson(*advice);
+    std::cout << advise::FormatJson(*advice) << "\n";
   } else {
     std::cout << advise::FormatTable(*advice);
   }
