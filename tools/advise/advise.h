@@ -2,10 +2,12 @@
 // reuse) would cost a service on its own sample requests, measured on
 // generated code for its schema, and which mode to use.
 //
-//   auto schema = arenarpc::advise::LoadDescriptorSet("service.pb");  //
-//   schema.h arenarpc::advise::AdviseOptions options; options.type =
-//   "pkg.Request";          // or "" with a capture's TYPE file
-//   options.samples_dir = "capture/Export";
+//   // schema.h: a descriptor set (protoc --include_imports
+//   // --descriptor_set_out), or .proto files with LoadProtos().
+//   auto schema = arenarpc::advise::LoadDescriptorSet("service.pb");
+//   arenarpc::advise::AdviseOptions options;
+//   options.type = "pkg.Request";  // or "" with a capture's TYPE file
+//   options.samples_dir = "capture/pkg.Service.Method";
 //   absl::StatusOr<arenarpc::advise::Advice> a =
 //       arenarpc::advise::Advise(**schema, options);
 //   if (a.ok()) std::cout << arenarpc::advise::FormatTable(*a);  // report.h
