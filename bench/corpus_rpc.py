@@ -117,6 +117,9 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     prefix = f"auto: {svc['request']} -> "
     chose = [l.split(" chose ")[1].split()[0] for l in server.log if l.startswith(prefix) and " chose " in l]
     auto_line = [l.strip() for l in server.log if l.startswith(prefix)]
+    # With measuring on: "measuring cost: thread T s sampling S s process P s share X".
+    cost = [l.split() for l in server.log if l.startswith("measuring cost:")]
+    measuring_share = float(cost[-1][-1]) if cost else None
     with open(report_path) as f:
         report = json.load(f)
     # Keep only the summary: per-call details would make the kept raw output large.
@@ -133,6 +136,7 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         "p50_ms": rpc_bench.percentile(ok, 50), "p99_ms": rpc_bench.percentile(ok, 99),
         "peak_rss_mib": peak, "server_exit_code": rc, "ghz_command": " ".join(cmd),
         "auto_chose": ",".join(chose), "auto_log": auto_line,
+        "measuring_share": measuring_share,
     }
 
 
@@ -146,6 +150,9 @@ def combine(runs):
     out["cpu_us_rounds"] = [round(r["cpu_us_per_call"], 1) for r in runs]
     out["auto_chose"] = "/".join(sorted(set(r["auto_chose"] for r in runs if r["auto_chose"])))
     out["auto_log"] = [l for r in runs for l in r["auto_log"]]
+    shares = [r["measuring_share"] for r in runs if r.get("measuring_share") is not None]
+    out["measuring_share"] = statistics.median(shares) if shares else None
+    out["measuring_share_rounds"] = shares
     return out
 
 

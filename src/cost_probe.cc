@@ -21,6 +21,8 @@ double CpuNs() {
 
 // A timing shorter than this is dominated by the clock itself.
 constexpr double kMinTimedNs = 50e3;
+// Messages this large are timed on a cold heap (TimeAlone).
+constexpr size_t kColdWireBytes = 32 << 10;
 
 }  // namespace
 
@@ -67,6 +69,17 @@ double CostProbe::TimeAlone(AllocationMode mode, std::string_view wire, int reps
   if (mode == AllocationMode::kReuse) pool_.emplace(prototype_);
   bool warm_ok = true;
   Time(mode, wire, 1, &warm_ok);  // untimed
+#ifdef __GLIBC__
+  // A server between calls of large messages: glibc has given the freed
+  // heap back to the OS (free() trims once the top exceeds
+  // M_TRIM_THRESHOLD, 128 KiB; a parsed message is several times its wire
+  // size), so each call faults its heap memory in again, while pooled
+  // arena pages and a reused instance stay resident. Without this the
+  // probe saw a warm heap and predicted about half the saving measured
+  // end to end on OTLP (docs/ADVISE.md). Small messages stay warm, as in a
+  // server.
+  if (wire.size() >= kColdWireBytes) malloc_trim(0);
+#endif
   const double ns = Time(mode, wire, reps, ok);
   pool_.reset();  // nothing held between samples
   return ns;

@@ -20,6 +20,7 @@
 #include <grpcpp/grpcpp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdint>
@@ -284,6 +285,19 @@ int main(int argc, char** argv) {
       std::chrono::system_clock::now() +
       std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   server->Wait();
+  if (!arenarpc::GetMeasuredMethodStats().empty()) {
+    // What measuring cost against the whole process (one run, no noise
+    // from comparing two runs): bench/advise_check.py reads this line.
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    const double process_s = static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+    const arenarpc::MeasuringCost c = arenarpc::GetMeasuringCost();
+    std::fprintf(stderr,
+                 "measuring cost: thread %.6f s sampling %.6f s process %.6f s "
+                 "share %.4f\n",
+                 c.thread_cpu_s, c.sampling_cpu_s, process_s,
+                 (c.thread_cpu_s + c.sampling_cpu_s) / process_s);
+  }
   for (const arenarpc::MeasuredMethodStats& m : arenarpc::GetMeasuredMethodStats()) {
     std::fprintf(stderr,
                  "%s: %s %s %s (cost us heap %.1f arena %.1f reuse %.1f; "

@@ -12,7 +12,10 @@
 // mode always runs on a cold cache). Small messages are parsed several
 // times per timing so the clock's own cost does not count. Each mode is
 // timed after one untimed pass of its own (kReuse: on the instance that
-// pass warmed), so no mode pays for memory the one before gave back. At most one
+// pass warmed), so no mode pays for memory the one before gave back.
+// Messages of 32 KiB and more are timed the way a glibc server parses them
+// between calls: after the freed heap went back to the OS (malloc_trim),
+// pooled arena pages and reused instances staying resident. At most one
 // parsed copy is alive at a time and none between calls (a parsed message
 // can be ten times its wire size; the probe runs beside a server).
 //

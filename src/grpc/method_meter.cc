@@ -129,6 +129,14 @@ class Worker {
     return cpu_share_;
   }
 
+  void AddSamplingCpu(double ns) {
+    sampling_cpu_ns_.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+  }
+  MeasuringCost Cost() const {
+    return {thread_cpu_ns_.load(std::memory_order_relaxed) / 1e9,
+            sampling_cpu_ns_.load(std::memory_order_relaxed) / 1e9};
+  }
+
   void Pause(bool paused) {
     std::lock_guard<std::mutex> lock(mu_);
     paused_ = paused;
@@ -150,6 +158,8 @@ class Worker {
         queued_bytes_ -= s.request.size() + s.response.size();
       }
       Handle(s);
+      thread_cpu_ns_.store(static_cast<uint64_t>(CpuNs(CLOCK_THREAD_CPUTIME_ID)),
+                           std::memory_order_relaxed);
     }
   }
 
@@ -213,6 +223,10 @@ class Worker {
   bool started_ = false;      // guarded by mu_
   bool paused_ = false;       // guarded by mu_
   std::atomic<size_t> queued_{0};  // queue_.size(), read without mu_
+  // What measuring costs: this thread's CPU, and the call threads' spent
+  // serializing sampled calls.
+  std::atomic<uint64_t> thread_cpu_ns_{0};
+  std::atomic<uint64_t> sampling_cpu_ns_{0};
 
   std::mutex methods_mu_;
   std::vector<MethodMeter::Impl*> methods_;  // guarded by methods_mu_
@@ -280,8 +294,13 @@ bool MethodMeter::ShouldSample() {
   return false;
 }
 
-void MethodMeter::Submit(std::string request, const google::protobuf::Message& response) {
+double MethodMeter::ThreadCpuNs() { return CpuNs(CLOCK_THREAD_CPUTIME_ID); }
+
+void MethodMeter::Submit(std::string request, const google::protobuf::Message& response,
+                         double cpu_ns) {
+  const double start = ThreadCpuNs();
   SubmitBytes(std::move(request), response.SerializeAsString());
+  Worker::Get().AddSamplingCpu(cpu_ns + ThreadCpuNs() - start);
 }
 
 bool MethodMeter::SubmitBytes(std::string request, std::string response) {
@@ -307,6 +326,8 @@ std::vector<MeasuredMethodStats> GetMeasuredMethodStats() {
   }
   return out;
 }
+
+MeasuringCost GetMeasuringCost() { return internal::Worker::Get().Cost(); }
 
 std::vector<AutoMethodStats> GetAutoMethodStats() {
   std::vector<AutoMethodStats> out;

@@ -142,6 +142,7 @@ GrpcStats GetGrpcStats() {
   for (MeasuredMethodStats& m : GetMeasuredMethodStats()) {
     (m.automatic ? s.auto_methods : s.shadow_methods).push_back(std::move(m));
   }
+  s.measuring = GetMeasuringCost();
   return s;
 }
 
@@ -385,6 +386,15 @@ std::string RenderPrometheusStats() {
   w.One("arenarpc_grpc_reuse_evictions_total", "counter",
         "Reuse-mode instances destroyed by the growth guard or idle bound.",
         gs.reuse_evictions);
+  if (!gs.auto_methods.empty() || !gs.shadow_methods.empty()) {
+    w.Family("arenarpc_grpc_measuring_cpu_seconds_total", "counter",
+             "CPU spent measuring (kAuto, shadow): the measuring thread, and call "
+             "threads serializing sampled calls.");
+    w.Value("arenarpc_grpc_measuring_cpu_seconds_total", "part=\"thread\"",
+            gs.measuring.thread_cpu_s);
+    w.Value("arenarpc_grpc_measuring_cpu_seconds_total", "part=\"sampling\"",
+            gs.measuring.sampling_cpu_s);
+  }
   RenderMeasured(w, "auto", gs.auto_methods);
   RenderMeasured(w, "shadow", gs.shadow_methods);
   return w.Take();

@@ -196,7 +196,12 @@ class MethodMeter {
   // Serializes the response of a sampled call (on the calling thread) and
   // queues it with the request's bytes. Never waits: drops the sample when
   // the queue is full or busy.
-  void Submit(std::string request, const google::protobuf::Message& response);
+  // `cpu_ns` is the calling thread's CPU spent on the sample so far
+  // (serializing the request); Submit adds its own and records the sum.
+  void Submit(std::string request, const google::protobuf::Message& response,
+              double cpu_ns);
+  // The calling thread's CPU time, ns (what sampling costs is counted).
+  static double ThreadCpuNs();
   // Queues serialized messages as a sample; false if dropped. Bytes that do
   // not parse are counted as malformed by the measuring thread.
   bool SubmitBytes(std::string request, std::string response);
@@ -215,21 +220,28 @@ class SampledCall {
  public:
   explicit SampledCall(MethodMeter* meter) : meter_(meter) {}
   void BeforeFreeRequest(const google::protobuf::Message& request) {
-    if (meter_ != nullptr) freed_request_ = request.SerializeAsString();
+    if (meter_ == nullptr) return;
+    const double start = MethodMeter::ThreadCpuNs();
+    freed_request_ = request.SerializeAsString();
+    cpu_ns_ = MethodMeter::ThreadCpuNs() - start;
   }
   void AtRelease(const google::protobuf::Message* request,
                  const google::protobuf::Message& response) {
     if (meter_ == nullptr) return;
+    const double start = MethodMeter::ThreadCpuNs();
     if (request != nullptr) {
-      meter_->Submit(request->SerializeAsString(), response);
+      std::string bytes = request->SerializeAsString();
+      meter_->Submit(std::move(bytes), response,
+                     MethodMeter::ThreadCpuNs() - start);
     } else if (freed_request_.has_value()) {
-      meter_->Submit(std::move(*freed_request_), response);
+      meter_->Submit(std::move(*freed_request_), response, cpu_ns_);
     }
   }
 
  private:
   MethodMeter* const meter_;
   std::optional<std::string> freed_request_;
+  double cpu_ns_ = 0;
 };
 
 // Tests only: while paused the measuring thread takes nothing off the queue;

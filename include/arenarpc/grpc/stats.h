@@ -96,6 +96,16 @@ using AutoMethodStats = MeasuredMethodStats;
 std::vector<MeasuredMethodStats> GetMeasuredMethodStats();
 std::vector<AutoMethodStats> GetAutoMethodStats();
 
+// What kAuto's and shadow measurement's measuring has cost the process so
+// far, in CPU seconds: the measuring thread, and the call threads
+// serializing sampled calls. Against the process's CPU time it is the
+// overhead of measuring.
+struct MeasuringCost {
+  double thread_cpu_s = 0;
+  double sampling_cpu_s = 0;
+};
+MeasuringCost GetMeasuringCost();
+
 struct GrpcStats {
   std::array<GrpcModeStats, kNumAllocationModes> modes;  // by AllocationMode
   // kReuse: summed over the shared pools gRPC allocators use.
@@ -105,6 +115,7 @@ struct GrpcStats {
   uint64_t reuse_in_use = 0;      // pooled messages on loan now
   std::vector<MeasuredMethodStats> auto_methods;    // kAuto's choices
   std::vector<MeasuredMethodStats> shadow_methods;  // shadow measurement
+  MeasuringCost measuring;
 };
 GrpcStats GetGrpcStats();
 
