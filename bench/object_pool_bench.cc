@@ -8,7 +8,8 @@
 // of each, shuffles the pointers, frees them all; --rounds times, after one
 // untimed warm-up round. Prints one line per thread count: "time <alloc>
 // <size> <threads> <ns>", where ns is wall time / (threads * objects *
-// rounds), i.e. per alloc+free pair, harness (shuffle, byte write) included.
+// rounds), i.e. per alloc+free pair, harness (shuffle, byte write) included,
+// then cpu_ns=<process CPU time per pair>.
 // bench/object_pool_compare.py runs every competitor and tabulates.
 //
 // --alloc: floor (a per-thread stack of pre-made pointers: the harness
@@ -31,6 +32,7 @@
 // growth and, for the pools, the peak bytes the pool held against its bound.
 #include <dlfcn.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -269,8 +271,23 @@ double Now() {
       .count();
 }
 
+// Process CPU time: unlike wall time, not inflated while other processes
+// hold the cores (the machine is shared), though their cache traffic still
+// counts.
+double CpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+struct Timing {
+  double wall_ns;  // per pair
+  double cpu_ns;   // per pair, all threads' CPU time
+};
+
 template <class A>
-double TimeOnce(const Flags& f, int threads, size_t size, bool floor) {
+Timing TimeOnce(const Flags& f, int threads, size_t size, bool floor) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> workers;
@@ -295,10 +312,13 @@ double TimeOnce(const Flags& f, int threads, size_t size, bool floor) {
   }
   while (ready.load() < threads) std::this_thread::yield();
   const double start = Now();
+  const double cpu_start = CpuSeconds();
   go.store(true, std::memory_order_release);
   for (auto& w : workers) w.join();
   const double elapsed = Now() - start;
-  return elapsed * 1e9 / (double(threads) * f.objects * f.rounds);
+  const double cpu = CpuSeconds() - cpu_start;
+  const double pairs = double(threads) * f.objects * f.rounds;
+  return {elapsed * 1e9 / pairs, cpu * 1e9 / pairs};
 }
 
 // --- RSS ---------------------------------------------------------------------------
@@ -453,8 +473,9 @@ void Run(const Flags& f, const std::string& label, size_t size, bool floor) {
     ProdConsOnce<A>(f, label);
   } else {
     for (int threads : f.threads) {
-      const double ns = TimeOnce<A>(f, threads, size, floor);
-      std::printf("time %s %zu %d %.3f\n", label.c_str(), size, threads, ns);
+      const Timing t = TimeOnce<A>(f, threads, size, floor);
+      std::printf("time %s %zu %d %.3f cpu_ns=%.3f\n", label.c_str(), size,
+                  threads, t.wall_ns, t.cpu_ns);
       std::fflush(stdout);
     }
   }

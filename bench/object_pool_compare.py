@@ -147,7 +147,8 @@ def main():
     print(f"# object_pool_bench: {a.objects} objects/thread, one byte written each, "
           f"shuffled frees, {a.rounds} rounds, median of {a.reps} interleaved reps; "
           f"threads {threads} ({os.cpu_count()} CPUs: above {os.cpu_count()} oversubscribed)")
-    times = defaultdict(list)  # (label, size, threads) -> [ns]
+    times = defaultdict(list)  # (label, size, threads) -> [wall ns per pair]
+    cpu_times = defaultdict(list)  # the same, process CPU time per pair
     if not a.skip_time:
         for rep in range(a.reps):
             order = comps[rep % len(comps):] + comps[:rep % len(comps)]
@@ -158,25 +159,21 @@ def main():
                     for line in runner.run(comp, args):
                         f = line.split()
                         if f[0] == "time":
-                            times[(f[1], int(f[2]), int(f[3]))].append(float(f[4]))
+                            key = (f[1], int(f[2]), int(f[3]))
+                            times[key].append(float(f[4]))
+                            cpu_times[key].append(float(kv_of(f[5:])["cpu_ns"]))
             print(f"  rep {rep + 1}/{a.reps} done", file=sys.stderr)
 
-    def med(label, size, t):
-        v = times.get((label, size, t))
+    def med(label, size, t, table=times):
+        v = table.get((label, size, t))
         return statistics.median(v) if v else None
 
-    def best_direct(size, t):
-        cands = [(med(n, size, t), n) for n in DIRECT if med(n, size, t)]
+    def best_direct(size, t, table=times):
+        cands = [(med(n, size, t, table), n) for n in DIRECT if med(n, size, t, table)]
         return min(cands) if cands else (None, None)
 
-    if times:
-        for size in sizes:
-            print(f"\n## {size}-byte objects: ns per alloc+free pair (median of {a.reps})\n")
-            print("| allocator | " + " | ".join(f"{t} thr" for t in threads) + " |")
-            print("|---|" + "---:|" * len(threads))
-            for label in labels:
-                print(f"| {label} | " + " | ".join(fmt(med(label, size, t)) for t in threads) + " |")
-        print("\n## Ratios (medians of the same run)\n")
+    def ratio_table(table, what):
+        print(f"\n## Ratios of {what} (medians of the same run)\n")
         print("pool/floor: lower is better (target <= 1.15 at 64 B, 1-2 threads); "
               "best direct/pool: how many times faster the pool is than the fastest "
               "directly linked mimalloc/jemalloc/tcmalloc in that cell (target >= 1.3).\n")
@@ -186,17 +183,27 @@ def main():
             for name in (POOL, INSTANCE):
                 row = []
                 for t in threads:
-                    p, fl = med(name, size, t), med("floor", size, t)
+                    p, fl = med(name, size, t, table), med("floor", size, t, table)
                     row.append(f"{p / fl:.2f}" if p and fl else "-")
                 print(f"| {size} | {name} / floor | " + " | ".join(row) + " |")
             for name in (POOL, INSTANCE):
                 row = []
                 for t in threads:
-                    b, bn = best_direct(size, t)
-                    p = med(name, size, t)
+                    b, bn = best_direct(size, t, table)
+                    p = med(name, size, t, table)
                     row.append(f"{b / p:.2f} ({bn[:2]})" if b and p else "-")
                 print(f"| {size} | best direct / {name} | " + " | ".join(row) + " |")
         print("\n(best direct: mi = mimalloc, je = jemalloc, tc = tcmalloc)")
+
+    if times:
+        for size in sizes:
+            print(f"\n## {size}-byte objects: ns per alloc+free pair (median of {a.reps})\n")
+            print("| allocator | " + " | ".join(f"{t} thr" for t in threads) + " |")
+            print("|---|" + "---:|" * len(threads))
+            for label in labels:
+                print(f"| {label} | " + " | ".join(fmt(med(label, size, t)) for t in threads) + " |")
+        ratio_table(times, "wall time")
+        ratio_table(cpu_times, "process CPU time (less sensitive to other load)")
 
     if not a.skip_memory:
         mem_comps = [c for c in comps if c[2] != "floor" and c[0] not in
