@@ -28,7 +28,10 @@
 // find them before carving new slots, so a producer/consumer pair stays
 // bounded by what is in flight plus the caches.
 // Lifetime: the destructor unmaps every block, including slots still handed
-// out. A thread that exits hands its magazines to the depot.
+// out. A thread that exits hands its magazines to the depot. A Lazy pool
+// (ObjectPool<T>::Default) is constant-initialised, set up by its first slow
+// path, and must never be destroyed: its thread caches are per-type
+// thread_locals that the caller passes in (AllocateWith/DeallocateWith).
 #ifndef ARENARPC_INTERNAL_FIXED_POOL_H_
 #define ARENARPC_INTERNAL_FIXED_POOL_H_
 
