@@ -1,7 +1,7 @@
 // The object pool article's workload, one allocator per run:
 //
 //   object_pool_bench --alloc=pool --threads=1,2,4 --size=64 --rounds=50
-//   object_pool_bench_mimalloc --alloc=direct ...   // mi_malloc/mi_free, linked
+//   object_pool_bench_mimalloc --alloc=direct ...  // mi_malloc, linked
 //   LD_PRELOAD=libmimalloc.so.2 object_pool_bench --alloc=malloc ...
 //
 // Each thread allocates --objects objects of --size bytes and writes one byte

@@ -228,7 +228,7 @@ class FixedPool final : private ThreadSlots::Owner {
 
   // Set by the constructor (a Lazy pool: by SetUp), then constant.
   size_t stride_ = 0;
-  size_t lazy_slot_size_ = 0;   // Lazy pools: for SetUp
+  size_t lazy_slot_size_ = 0;  // Lazy pools: for SetUp
   size_t lazy_slot_align_ = 0;
   std::once_flag set_up_once_;
   std::atomic<bool> ready_{false};
