@@ -1,31 +1,38 @@
 // The object pool article's workload, one allocator per run:
 //
 //   object_pool_bench --alloc=pool --threads=1,2,4 --size=64 --rounds=50
+//   object_pool_bench_mimalloc --alloc=direct ...  // mi_malloc, linked
 //   LD_PRELOAD=libmimalloc.so.2 object_pool_bench --alloc=malloc ...
 //
-// Each thread allocates --objects objects of --size bytes, shuffles the
-// pointers, frees them all; --rounds times, after one untimed warm-up round.
-// Prints one line per thread count: "time <alloc> <size> <threads> <ns>",
-// where ns is wall time / (threads * objects * rounds), i.e. per alloc+free
-// pair, harness (shuffle) included. bench/object_pool_compare.py runs every
-// competitor and tabulates.
+// Each thread allocates --objects objects of --size bytes and writes one byte
+// of each, shuffles the pointers, frees them all; --rounds times, after one
+// untimed warm-up round. Prints one line per thread count: "time <alloc>
+// <size> <threads> <ns>", where ns is wall time / (threads * objects *
+// rounds), i.e. per alloc+free pair, harness (shuffle, byte write) included,
+// then cpu_ns=<process CPU time per pair>.
+// bench/object_pool_compare.py runs every competitor and tabulates.
 //
 // --alloc: floor (a per-thread stack of pre-made pointers: the harness
-// alone), pool (arenarpc::ObjectPool), naive (a thread-local linked free
-// list), boost (boost::singleton_pool), pmr
-// (std::pmr::synchronized_pool_resource), malloc (malloc/free: glibc, or
-// whatever LD_PRELOAD puts in its place).
+// alone), pool (arenarpc::ObjectPool<T>::Default()), pool-instance (an
+// ObjectPool<T> object), naive (a thread-local linked free list), boost
+// (boost::singleton_pool), pmr (std::pmr::synchronized_pool_resource),
+// malloc (malloc/free: glibc, or whatever LD_PRELOAD puts in its place),
+// direct (only in the object_pool_bench_<allocator> builds of this file:
+// that allocator's own API, linked and called directly: mi_malloc/mi_free,
+// jemalloc mallocx/sdallocx, tcmalloc tc_malloc/tc_free_sized).
 //
-// Pool tuning: --magazine=N --empty_magazines=N --shards=N (ObjectPoolOptions).
+// Pool tuning (pool-instance): --magazine=N --empty_magazines=N --shards=N.
 // --mode=rss: --threads threads each keep --objects live objects (written in
 // full); prints the RSS growth over the payload, then frees everything, lets
 // the threads exit, trims (ObjectPool::Trim, malloc_trim, mi_collect, ...)
 // and prints what is still held.
-// --mode=prodcons: one thread allocates --objects objects and hands them in
-// batches through a bounded queue to another thread that frees them; prints
-// the peak RSS growth and the time.
+// --mode=prodcons: --producers threads allocate --objects objects in total
+// and hand them in batches through a bounded queue (--in_flight objects) to
+// --consumers threads that free them; prints ns per pair, the peak RSS
+// growth and, for the pools, the peak bytes the pool held against its bound.
 #include <dlfcn.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,6 +53,14 @@
 
 #include "arenarpc/object_pool.h"
 
+#if defined(OBJECT_POOL_BENCH_MIMALLOC)
+#include <mimalloc.h>
+#elif defined(OBJECT_POOL_BENCH_JEMALLOC)
+#include <jemalloc/jemalloc.h>
+#elif defined(OBJECT_POOL_BENCH_TCMALLOC)
+#include <gperftools/tcmalloc.h>
+#endif
+
 #if __has_include(<boost/pool/singleton_pool.hpp>)
 #include <boost/pool/singleton_pool.hpp>
 #define HAVE_BOOST_POOL 1
@@ -60,6 +75,9 @@ struct Flags {
   size_t size = 64;
   int objects = 100000;
   int rounds = 50;
+  int producers = 1;
+  int consumers = 1;
+  int in_flight = 16384;
   std::string label;  // printed instead of --alloc
   arenarpc::ObjectPoolOptions pool_options;
 };
@@ -99,17 +117,62 @@ struct MallocAlloc {
 };
 size_t MallocAlloc::size = 64;
 
+// An allocator's own API, linked into this build (no malloc interposition),
+// with the sized free where it has one.
+struct DirectAlloc {
+  static size_t size;
+#if defined(OBJECT_POOL_BENCH_MIMALLOC)
+  static void* Alloc() { return mi_malloc(size); }
+  static void Free(void* p) { mi_free(p); }
+#elif defined(OBJECT_POOL_BENCH_JEMALLOC)
+  static void* Alloc() { return mallocx(size, 0); }
+  static void Free(void* p) { sdallocx(p, size, 0); }
+#elif defined(OBJECT_POOL_BENCH_TCMALLOC)
+  static void* Alloc() { return tc_malloc(size); }
+  static void Free(void* p) { tc_free_sized(p, size); }
+#else  // not this build: --alloc=direct is refused before these run
+  static void* Alloc() { return nullptr; }
+  static void Free(void*) {}
+#endif
+  static void Trim() { MallocAlloc::Trim(); }
+};
+size_t DirectAlloc::size = 64;
+#if defined(OBJECT_POOL_BENCH_MIMALLOC) || defined(OBJECT_POOL_BENCH_JEMALLOC) || \
+    defined(OBJECT_POOL_BENCH_TCMALLOC)
+constexpr bool kHaveDirect = true;
+#else
+constexpr bool kHaveDirect = false;
+#endif
+
+// ObjectPool<T>::Default(): the per-type pool, as a user calls it.
 template <size_t kSize>
 struct PoolAlloc {
+  static arenarpc::ObjectPool<Obj<kSize>>& pool() {
+    return arenarpc::ObjectPool<Obj<kSize>>::Default();
+  }
+  static void* Alloc() { return pool().Allocate(); }
+  static void Free(void* p) { pool().Deallocate(p); }
+  static void Trim() { pool().Trim(); }
+  static uint64_t HeldBytes() { return pool().Stats().bytes_held; }
+  static size_t PerThreadCache() { return 2 * 256; }  // default options
+};
+
+// An ObjectPool<T> instance.
+template <size_t kSize>
+struct InstancePoolAlloc {
   // Made before main(): no guard check in the loop (the floor has none).
   static inline arenarpc::ObjectPool<Obj<kSize>>* instance = nullptr;
+  static inline size_t magazine = 256;
   static void Init(const arenarpc::ObjectPoolOptions& o) {
     instance = new arenarpc::ObjectPool<Obj<kSize>>(o);
+    magazine = o.magazine_size;
   }
   static arenarpc::ObjectPool<Obj<kSize>>& pool() { return *instance; }
   static void* Alloc() { return pool().Allocate(); }
   static void Free(void* p) { pool().Deallocate(p); }
   static void Trim() { pool().Trim(); }
+  static uint64_t HeldBytes() { return pool().Stats().bytes_held; }
+  static size_t PerThreadCache() { return 2 * magazine; }
 };
 
 // A naive pool: a thread-local singly linked free list threaded through the
@@ -192,7 +255,11 @@ thread_local size_t FloorStack::count = 0;
 template <class A>
 void Rounds(std::vector<void*>& ptrs, int rounds, std::mt19937_64& rng) {
   for (int r = 0; r < rounds; ++r) {
-    for (void*& p : ptrs) p = A::Alloc();
+    unsigned char b = 0;
+    for (void*& p : ptrs) {
+      p = A::Alloc();
+      *static_cast<unsigned char*>(p) = ++b;  // the user touches the object
+    }
     std::shuffle(ptrs.begin(), ptrs.end(), rng);
     for (void* p : ptrs) A::Free(p);
   }
@@ -204,8 +271,23 @@ double Now() {
       .count();
 }
 
+// Process CPU time: unlike wall time, not inflated while other processes
+// hold the cores (the machine is shared), though their cache traffic still
+// counts.
+double CpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+struct Timing {
+  double wall_ns;  // per pair
+  double cpu_ns;   // per pair, all threads' CPU time
+};
+
 template <class A>
-double TimeOnce(const Flags& f, int threads, size_t size, bool floor) {
+Timing TimeOnce(const Flags& f, int threads, size_t size, bool floor) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> workers;
@@ -230,10 +312,13 @@ double TimeOnce(const Flags& f, int threads, size_t size, bool floor) {
   }
   while (ready.load() < threads) std::this_thread::yield();
   const double start = Now();
+  const double cpu_start = CpuSeconds();
   go.store(true, std::memory_order_release);
   for (auto& w : workers) w.join();
   const double elapsed = Now() - start;
-  return elapsed * 1e9 / (double(threads) * f.objects * f.rounds);
+  const double cpu = CpuSeconds() - cpu_start;
+  const double pairs = double(threads) * f.objects * f.rounds;
+  return {elapsed * 1e9 / pairs, cpu * 1e9 / pairs};
 }
 
 // --- RSS ---------------------------------------------------------------------------
@@ -286,12 +371,32 @@ void RssOnce(const Flags& f, const std::string& label, size_t size) {
 
 // --- producer / consumer -------------------------------------------------------------
 
+// The pools' bound: blocks are never unmapped without Trim(), so the bytes
+// held at the end are the peak; carving happens only when the whole depot
+// is empty, so the slots carved never exceed what is in flight plus every
+// thread's cache plus one carved batch per producer.
+template <class A>
+void PrintPoolBound(const Flags& f, size_t batch) {
+  if constexpr (requires { A::HeldBytes(); }) {
+    auto& pool = A::pool();
+    const size_t threads = f.producers + f.consumers;
+    const size_t objects = f.in_flight + threads * batch +
+                           threads * A::PerThreadCache() + f.producers * 256;
+    const size_t blocks =
+        (objects + pool.objects_per_block() - 1) / pool.objects_per_block() + 1;
+    const double held = A::HeldBytes() / 1048576.0;
+    const double bound = blocks * pool.block_size() / 1048576.0;
+    std::printf(" pool_held_mb=%.2f bound_mb=%.2f bound_objects=%zu within=%d",
+                held, bound, objects, held <= bound ? 1 : 0);
+  }
+}
+
 template <class A>
 void ProdConsOnce(const Flags& f, const std::string& label) {
-  constexpr size_t kBatch = 64;
-  constexpr size_t kMaxBatches = 64;  // 4096 objects in flight
+  constexpr size_t kBatch = 256;
+  const size_t max_batches = std::max<size_t>(1, f.in_flight / kBatch);
   std::mutex mu;
-  std::condition_variable cv;
+  std::condition_variable not_full, not_empty;
   std::deque<std::vector<void*>> queue;
   std::atomic<size_t> peak{0};
   std::atomic<bool> done{false};
@@ -304,48 +409,58 @@ void ProdConsOnce(const Flags& f, const std::string& label) {
     }
   });
   const double start = Now();
-  std::thread producer([&] {
-    std::vector<void*> batch;
-    for (int i = 0; i < f.objects; ++i) {
-      void* p = A::Alloc();
-      std::memset(p, 1, 8);
-      batch.push_back(p);
-      if (batch.size() == kBatch || i + 1 == f.objects) {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return queue.size() < kMaxBatches; });
-        queue.push_back(std::move(batch));
-        batch.clear();
-        cv.notify_all();
-      }
-    }
-    std::unique_lock<std::mutex> lock(mu);
-    queue.emplace_back();  // end marker
-    cv.notify_all();
-  });
-  std::thread consumer([&] {
-    for (;;) {
+  std::vector<std::thread> producers, consumers;
+  for (int t = 0; t < f.producers; ++t) {
+    producers.emplace_back([&, t] {
       std::vector<void*> batch;
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return !queue.empty(); });
-        batch = std::move(queue.front());
-        queue.pop_front();
-        cv.notify_all();
+      for (int i = t; i < f.objects; i += f.producers) {
+        void* p = A::Alloc();
+        *static_cast<unsigned char*>(p) = static_cast<unsigned char>(i);
+        batch.push_back(p);
+        if (batch.size() == kBatch || i + f.producers >= f.objects) {
+          std::unique_lock<std::mutex> lock(mu);
+          not_full.wait(lock, [&] { return queue.size() < max_batches; });
+          queue.push_back(std::move(batch));
+          batch.clear();
+          not_empty.notify_one();
+        }
       }
-      if (batch.empty()) break;
-      for (void* p : batch) A::Free(p);
-    }
-  });
-  producer.join();
-  consumer.join();
+    });
+  }
+  for (int t = 0; t < f.consumers; ++t) {
+    consumers.emplace_back([&] {
+      for (;;) {
+        std::vector<void*> batch;
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          not_empty.wait(lock, [&] { return !queue.empty(); });
+          batch = std::move(queue.front());
+          queue.pop_front();
+          not_full.notify_one();
+        }
+        if (batch.empty()) break;  // end marker
+        for (void* p : batch) A::Free(p);
+      }
+    });
+  }
+  for (auto& t : producers) t.join();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int t = 0; t < f.consumers; ++t) queue.emplace_back();  // end markers
+    not_empty.notify_all();
+  }
+  for (auto& t : consumers) t.join();
   const double elapsed = Now() - start;
   done.store(true);
   sampler.join();
   const size_t r = RssBytes();
   if (r > peak.load()) peak.store(r);
-  std::printf("prodcons %s %d peak_rss_growth_mb=%.1f seconds=%.2f\n",
-              label.c_str(), f.objects,
-              (double(peak.load()) - double(base)) / 1048576.0, elapsed);
+  std::printf("prodcons %s %d:%d %d ns_per_pair=%.2f peak_rss_growth_mb=%.1f",
+              label.c_str(), f.producers, f.consumers, f.objects,
+              elapsed * 1e9 / f.objects,
+              (double(peak.load()) - double(base)) / 1048576.0);
+  PrintPoolBound<A>(f, kBatch);
+  std::printf("\n");
 }
 
 // --- dispatch ------------------------------------------------------------------------
@@ -358,8 +473,9 @@ void Run(const Flags& f, const std::string& label, size_t size, bool floor) {
     ProdConsOnce<A>(f, label);
   } else {
     for (int threads : f.threads) {
-      const double ns = TimeOnce<A>(f, threads, size, floor);
-      std::printf("time %s %zu %d %.3f\n", label.c_str(), size, threads, ns);
+      const Timing t = TimeOnce<A>(f, threads, size, floor);
+      std::printf("time %s %zu %d %.3f cpu_ns=%.3f\n", label.c_str(), size,
+                  threads, t.wall_ns, t.cpu_ns);
       std::fflush(stdout);
     }
   }
@@ -371,8 +487,13 @@ bool RunSized(const Flags& f, const std::string& label) {
   if (a == "floor") {
     Run<FloorStack>(f, label, kSize, true);
   } else if (a == "pool") {
-    PoolAlloc<kSize>::Init(f.pool_options);
     Run<PoolAlloc<kSize>>(f, label, kSize, false);
+  } else if (a == "pool-instance") {
+    InstancePoolAlloc<kSize>::Init(f.pool_options);
+    Run<InstancePoolAlloc<kSize>>(f, label, kSize, false);
+  } else if (a == "direct" && kHaveDirect) {
+    DirectAlloc::size = kSize;
+    Run<DirectAlloc>(f, label, kSize, false);
   } else if (a == "naive") {
     Run<NaiveAlloc<kSize>>(f, label, kSize, false);
   } else if (a == "pmr") {
@@ -428,6 +549,9 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--objects=")) f.objects = std::atoi(v);
     else if (const char* v = value("--rounds=")) f.rounds = std::atoi(v);
     else if (const char* v = value("--label=")) f.label = v;
+    else if (const char* v = value("--producers=")) f.producers = std::atoi(v);
+    else if (const char* v = value("--consumers=")) f.consumers = std::atoi(v);
+    else if (const char* v = value("--in_flight=")) f.in_flight = std::atoi(v);
     else if (const char* v = value("--magazine=")) f.pool_options.magazine_size = std::atoi(v);
     else if (const char* v = value("--empty_magazines=")) f.pool_options.max_empty_magazines = std::atoi(v);
     else if (const char* v = value("--shards=")) f.pool_options.depot_shards = std::atoi(v);
@@ -441,12 +565,14 @@ int main(int argc, char** argv) {
   bool ok = false;
   switch (f.size) {
     case 16: ok = RunSized<16>(f, label); break;
+    case 48: ok = RunSized<48>(f, label); break;
     case 64: ok = RunSized<64>(f, label); break;
+    case 200: ok = RunSized<200>(f, label); break;
     case 256: ok = RunSized<256>(f, label); break;
     default: break;
   }
   if (!ok) {
-    std::fprintf(stderr, "unsupported --alloc=%s or --size=%zu (16, 64, 256)\n",
+    std::fprintf(stderr, "unsupported --alloc=%s or --size=%zu (16, 48, 64, 200, 256)\n",
                  f.alloc.c_str(), f.size);
     return 2;
   }

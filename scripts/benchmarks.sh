@@ -18,6 +18,10 @@ $b/page_pool_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=
   | tee docs/page_pool_bench.txt
 /usr/bin/python3 bench/reuse_skew.py --bin $b/reuse_skew_bench --out docs
 /usr/bin/python3 bench/object_pool_compare.py --build-dir build/release \
-  | tee docs/object_pool_results.md
+  --reps=5 --rounds=50 --sizes=64 --skip-memory \
+  --raw docs/raw/object_pool/headline_raw.txt | tee docs/raw/object_pool/headline.md
+/usr/bin/python3 bench/object_pool_compare.py --build-dir build/release \
+  --reps=5 --rounds=10 --raw docs/raw/object_pool/grid_raw.txt \
+  --plot docs/object_pool_grid.png | tee docs/raw/object_pool/grid.md
 /usr/bin/python3 bench/rpc_bench.py --build build/release --full
 /usr/bin/python3 bench/corpus.py --out docs/raw/corpus   # ~60 minutes

@@ -105,59 +105,97 @@ class BoundedQueue {
   size_t size_ = 0;
 };
 
-// The classic failure of naive thread-caching pools: the consumer's freed
-// objects pile up in its cache (or a list only it allocates from) while the
-// producer keeps carving new memory. Here memory must stay bounded by what is
-// in flight plus the caches, no matter how many objects pass through.
-TEST(ObjectPoolConcurrencyTest, ProducerConsumerStaysBounded) {
-  ObjectPool<Item> pool;
+// The classic failure of naive thread-caching pools: the consumers' freed
+// objects pile up in their caches (or lists only they allocate from) while
+// the producers keep carving new memory. Here memory must stay bounded by
+// what is in flight plus the caches, no matter how many objects pass through.
+// `pool` hands out T (Item, or a tagged copy for a Default() of its own).
+template <class T>
+void ProducersAndConsumersStayBounded(ObjectPool<T>& pool, int producers,
+                                      int consumers) {
   constexpr uint64_t kObjects = 1'000'000;
   constexpr size_t kBatch = 64;
   constexpr size_t kInFlight = 4096;
   BoundedQueue queue(kInFlight);
-  uint64_t max_blocks = 0;
-  std::thread producer([&] {
-    std::vector<Item*> batch;
-    for (uint64_t i = 0; i < kObjects; ++i) {
-      batch.push_back(pool.New(i));
-      if (batch.size() == kBatch) {
-        queue.Push(std::move(batch));
-        batch.clear();
-        if (i % (kBatch * 16) == 0) {
-          max_blocks = std::max(max_blocks, pool.Stats().blocks_held);
+  std::atomic<uint64_t> max_blocks{0};
+  std::atomic<uint64_t> consumed{0};
+  auto sample = [&] {
+    const uint64_t b = pool.Stats().blocks_held;
+    uint64_t m = max_blocks.load();
+    while (b > m && !max_blocks.compare_exchange_weak(m, b)) {
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < producers; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<Item*> batch;
+      for (uint64_t i = t; i < kObjects; i += producers) {
+        batch.push_back(pool.New(i));
+        if (batch.size() == kBatch) {
+          queue.Push(std::move(batch));
+          batch.clear();
+          if (i % (kBatch * 16) < static_cast<uint64_t>(producers)) sample();
         }
       }
-    }
-    if (!batch.empty()) queue.Push(std::move(batch));
-    queue.Push({});
-  });
-  std::thread consumer([&] {
-    uint64_t expected = 0;
-    for (;;) {
-      std::vector<Item*> batch = queue.Pop();
-      if (batch.empty()) break;
-      for (Item* p : batch) {
-        ASSERT_TRUE(Intact(p, expected)) << expected;
-        ++expected;
-        pool.Delete(p);
+      if (!batch.empty()) queue.Push(std::move(batch));
+    });
+  }
+  for (int t = 0; t < consumers; ++t) {
+    threads.emplace_back([&] {
+      for (;;) {
+        std::vector<Item*> batch = queue.Pop();
+        if (batch.empty()) break;
+        for (Item* p : batch) {
+          ASSERT_TRUE(Intact(p, p->value)) << p->value;
+          pool.Delete(static_cast<T*>(p));
+        }
+        consumed += batch.size();
       }
-    }
-    EXPECT_EQ(expected, kObjects);
-  });
-  producer.join();
-  consumer.join();
-  max_blocks = std::max(max_blocks, pool.Stats().blocks_held);
-  // In flight (queue + one batch on each side) plus two threads' two
-  // magazines plus one magazine being carved.
-  const uint64_t bound_objects = kInFlight + 2 * kBatch + 2 * 2 * 256 + 256;
+    });
+  }
+  for (int t = 0; t < producers; ++t) threads[t].join();
+  for (int t = 0; t < consumers; ++t) queue.Push({});  // one end marker each
+  for (auto& t : threads) {
+    if (t.joinable()) t.join();
+  }
+  sample();
+  EXPECT_EQ(consumed.load(), kObjects);
+  // In flight (the queue + one batch in each thread's hands) plus two
+  // magazines per thread plus one magazine being carved per producer.
+  const uint64_t threads_n = producers + consumers;
+  const uint64_t bound_objects =
+      kInFlight + threads_n * kBatch + threads_n * 2 * 256 + producers * 256;
   const uint64_t bound_blocks =
       (bound_objects + pool.objects_per_block() - 1) / pool.objects_per_block() + 1;
-  EXPECT_LE(max_blocks, bound_blocks)
+  EXPECT_LE(max_blocks.load(), bound_blocks)
       << "memory grew with the number of objects passed: " << max_blocks
       << " blocks of " << pool.objects_per_block() << " objects";
   EXPECT_EQ(pool.Stats().objects_in_use, 0u);
   // Without reuse across threads this would have needed this many blocks.
   EXPECT_LT(bound_blocks * 10, kObjects / pool.objects_per_block());
+}
+
+TEST(ObjectPoolConcurrencyTest, ProducerConsumerStaysBounded) {
+  ObjectPool<Item> pool;
+  ProducersAndConsumersStayBounded(pool, 1, 1);
+}
+
+// Default(): the per-type thread caches go through the same depot.
+template <int kTag>
+struct DefaultItem : Item {
+  using Item::Item;
+};
+
+TEST(ObjectPoolConcurrencyTest, DefaultProducerConsumerStaysBounded) {
+  ProducersAndConsumersStayBounded(ObjectPool<DefaultItem<1>>::Default(), 1, 1);
+}
+
+TEST(ObjectPoolConcurrencyTest, DefaultOneProducerFourConsumers) {
+  ProducersAndConsumersStayBounded(ObjectPool<DefaultItem<2>>::Default(), 1, 4);
+}
+
+TEST(ObjectPoolConcurrencyTest, DefaultFourProducersOneConsumer) {
+  ProducersAndConsumersStayBounded(ObjectPool<DefaultItem<3>>::Default(), 4, 1);
 }
 
 TEST(ObjectPoolConcurrencyTest, ObjectsDeletedByOtherThreads) {
@@ -199,15 +237,15 @@ TEST(ObjectPoolConcurrencyTest, ObjectsDeletedByOtherThreads) {
             uint64_t{kThreads} * (kPerThread + 2 * 512) + pool.objects_per_block());
 }
 
-TEST(ObjectPoolConcurrencyTest, ShortLivedThreadsAndTrim) {
-  ObjectPool<Item> pool;
+template <class T>
+void ShortLivedThreadsAndTrim(ObjectPool<T>& pool) {
   std::vector<std::pair<Item*, uint64_t>> survivors;
   std::mutex mu;
   for (int wave = 0; wave < 10; ++wave) {
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&, t] {
-        std::vector<Item*> v;
+        std::vector<T*> v;
         for (int i = 0; i < 3000; ++i) v.push_back(pool.New(uint64_t(i)));
         std::lock_guard<std::mutex> lock(mu);
         survivors.emplace_back(v[t], t);  // one object outlives the thread
@@ -227,9 +265,19 @@ TEST(ObjectPoolConcurrencyTest, ShortLivedThreadsAndTrim) {
   for (size_t i = 0; i < survivors.size(); ++i) {
     EXPECT_TRUE(Intact(survivors[i].first, survivors[i].second));
   }
-  for (auto& [p, v] : survivors) pool.Delete(p);
+  for (auto& [p, v] : survivors) pool.Delete(static_cast<T*>(p));
   pool.Trim();
   EXPECT_EQ(pool.Stats().blocks_held, 0u);
+}
+
+TEST(ObjectPoolConcurrencyTest, ShortLivedThreadsAndTrim) {
+  ObjectPool<Item> pool;
+  ShortLivedThreadsAndTrim(pool);
+}
+
+// Also the first use of Default() (its set-up) racing from several threads.
+TEST(ObjectPoolConcurrencyTest, DefaultShortLivedThreadsAndTrim) {
+  ShortLivedThreadsAndTrim(ObjectPool<DefaultItem<4>>::Default());
 }
 
 TEST(ObjectPoolConcurrencyTest, PoolDestroyedBeforeItsThreadsExit) {

@@ -54,6 +54,16 @@ TEST(ObjectPoolMixedBuildTest, DebugStateAgreesAcrossTheLibraryBoundary) {
   EXPECT_EQ(pool.Stats().objects_in_use, 0u);
 }
 
+// Default(): the per-type thread cache and the lazily set-up pool are inline
+// variables of the caller; the bitmap decision stays the library's.
+TEST(ObjectPoolMixedBuildTest, DefaultPoolAcrossTheLibraryBoundary) {
+  ObjectPool<Item>& pool = ObjectPool<Item>::Default();
+  Churn(pool, 3, 5);
+  std::thread t([&] { Churn(pool, 5, 5); });
+  t.join();
+  EXPECT_EQ(pool.Stats().objects_in_use, 0u);
+}
+
 TEST(ObjectPoolMixedBuildTest, CrossThreadFreesAcrossTheLibraryBoundary) {
   ObjectPoolOptions options;
   options.magazine_size = 4;

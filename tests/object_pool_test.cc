@@ -453,14 +453,25 @@ TEST(ObjectPoolDeathTest, UseAfterDeleteIsReported) {
 #endif
 
 #if ARENARPC_DEBUG_CHECKS || defined(ARENARPC_ASAN)
-TEST(ObjectPoolDeathTest, DoubleDeleteIsCaught) {
-  ObjectPool<Payload> pool;
-  Payload* p = pool.New();
-  Payload* q = pool.New();  // keeps p's slot from being handed out again
+template <class T>
+void ExpectDoubleDeleteCaught(ObjectPool<T>& pool) {
+  T* p = pool.New();
+  T* q = pool.New();  // keeps p's slot from being handed out again
   pool.Delete(p);
   EXPECT_DEATH(pool.Delete(p), "freed twice");
   EXPECT_DEATH(pool.Deallocate(p), "freed twice");
   pool.Delete(q);
+}
+
+TEST(ObjectPoolDeathTest, DoubleDeleteIsCaught) {
+  ObjectPool<Payload> pool;
+  ExpectDoubleDeleteCaught(pool);
+}
+
+// Default()'s per-type thread caches run the same checks.
+struct DefaultPayload : Payload {};
+TEST(ObjectPoolDeathTest, DoubleDeleteToDefaultIsCaught) {
+  ExpectDoubleDeleteCaught(ObjectPool<DefaultPayload>::Default());
 }
 #endif
 

@@ -1,12 +1,15 @@
 // A thread-caching pool of fixed-size objects of one type.
 //
-//   arenarpc::ObjectPool<Request> pool;
+//   // The per-type pool: the fastest path, nothing to construct or pass.
+//   auto& pool = arenarpc::ObjectPool<Request>::Default();
 //   Request* r = pool.New(/*id=*/42, "payload");  // constructed in pooled memory
 //   ...
 //   pool.Delete(r);                  // destroyed; any thread may do this
 //
-//   void* raw = pool.Allocate();     // an uninitialised slot of sizeof(Request)
-//   pool.Deallocate(raw);
+//   // An instance: its own memory, options, Stats() and destructor.
+//   arenarpc::ObjectPool<Request> mine;
+//   void* raw = mine.Allocate();     // an uninitialised slot of sizeof(Request)
+//   mine.Deallocate(raw);
 //
 //   arenarpc::ObjectPoolStats s = pool.Stats();  // one lock, no walk of objects
 //   pool.Trim();                     // gives fully free blocks back to the OS
@@ -24,23 +27,33 @@
 // new batch carved from the newest block. See docs/OBJECT_POOL.md for
 // measurements against malloc implementations.
 //
+// Default() vs instances. Default()'s thread caches are a `thread_local` per
+// type T, so its fast path is the pop or push alone, a few instructions above
+// a bare pointer stack. An instance finds this thread's cache through a
+// per-thread "last pool used" entry (one generation compare) and a
+// per-instance table behind it, a few instructions more. Default() is
+// constant-initialised (no guard, usable from static initialisers and
+// destructors), set up on first use, and never destroyed.
+//
 // Thread safety: every member function may be called concurrently from any
 // thread. An object may be deleted by another thread than the one that
 // created it: the deleting thread's full magazines go to the depot, where
-// allocating threads take them before carving new memory, so a producer and a
-// consumer thread stay bounded by the objects in flight plus the caches.
+// allocating threads take them before carving new memory, so producers and
+// consumers stay bounded by the objects in flight plus the caches (at most
+// 2 * magazine_size objects per thread and one carved batch).
 //
-// Lifetime: a thread that exits hands its cached objects to the depot. The
-// pool must outlive every use of its objects: its destructor unmaps all
+// Lifetime: a thread that exits hands its cached objects to the depot. An
+// instance must outlive every use of its objects: its destructor unmaps all
 // blocks, including objects not yet deleted, whose destructors do NOT run.
-// Trim() unmaps the blocks all of whose objects are free in the depot (it
-// first flushes the calling thread's cache; other threads' caches, at most
-// 512 objects each, keep their blocks alive until they exit or call
-// FlushThreadCache()).
+// Default() lives until the process ends. Trim() unmaps the blocks all of
+// whose objects are free in the depot (it first flushes the calling thread's
+// cache; other threads' caches, at most 512 objects each, keep their blocks
+// alive until they exit or call FlushThreadCache()).
 //
 // Misuse: in debug builds (ARENARPC_DEBUG_CHECKS) a double Delete/Deallocate,
-// or returning an object to another pool than its own, aborts with a message
-// (an address that no ObjectPool handed out is undefined behaviour). Under
+// or returning an object to another pool than its own (Default() included),
+// aborts with a message (an address that no ObjectPool handed out is
+// undefined behaviour, and so is a wrong pool in release builds). Under
 // AddressSanitizer a free object is poisoned, so a use after Delete is
 // reported, and a double free is caught even in optimised builds.
 #ifndef ARENARPC_OBJECT_POOL_H_
@@ -83,6 +96,20 @@ struct ObjectPoolStats {
 };
 
 template <class T>
+class ObjectPool;
+
+namespace internal {
+// Storage of ObjectPool<T>::Default(): a union, so that no destructor runs
+// at exit (threads and static destructors may still use the pool).
+template <class T>
+union DefaultObjectPool {
+  constexpr DefaultObjectPool() : pool(typename ObjectPool<T>::DefaultTag{}) {}
+  ~DefaultObjectPool() {}
+  ObjectPool<T> pool;
+};
+}  // namespace internal
+
+template <class T>
 class ObjectPool {
   static_assert(alignof(T) <= 4096, "ObjectPool: alignment above 4096");
 
@@ -94,17 +121,21 @@ class ObjectPool {
   ObjectPool(const ObjectPool&) = delete;
   ObjectPool& operator=(const ObjectPool&) = delete;
 
+  // The per-type pool, with default options and the fastest path. Free to
+  // call (a constant address), never destroyed.
+  static ObjectPool& Default();
+
   // Constructs a T from `args` in pooled memory. Throws std::bad_alloc if the
   // OS refuses memory; if T's constructor throws, the slot goes back.
   template <class... Args>
   T* New(Args&&... args) {
-    void* p = pool_.Allocate();
+    void* p = Allocate();
     if (__builtin_expect(p == nullptr, 0)) OutOfMemory();
 #if defined(__cpp_exceptions)
     try {
       return ::new (p) T(std::forward<Args>(args)...);
     } catch (...) {
-      pool_.Deallocate(p);
+      Deallocate(p);
       throw;
     }
 #else
@@ -117,15 +148,22 @@ class ObjectPool {
     if (p == nullptr) return;
     pool_.CheckReturnable(p);  // before ~T runs a second time
     p->~T();
-    pool_.Deallocate(p);
+    Deallocate(p);
   }
 
   // An uninitialised slot of sizeof(T) bytes aligned for T, or nullptr if the
   // OS refuses memory.
-  void* Allocate() { return pool_.Allocate(); }
+  void* Allocate() {
+    // Folds away when the pool is Default() or a known instance.
+    if (IsDefault()) return pool_.AllocateWith(&default_cache_);
+    return pool_.Allocate();
+  }
   // Frees a slot from Allocate() (or a New() object whose destructor the
   // caller already ran).
-  void Deallocate(void* p) { pool_.Deallocate(p); }
+  void Deallocate(void* p) {
+    if (IsDefault()) return pool_.DeallocateWith(&default_cache_, p);
+    pool_.Deallocate(p);
+  }
 
   ObjectPoolStats Stats() const {
     const internal::FixedPoolStats f = pool_.Stats();
@@ -142,6 +180,7 @@ class ObjectPool {
 
   // Unmaps every block whose objects are all free in the depot, after moving
   // this thread's cache there. Returns the bytes given back to the OS.
+  // Default() too: its blocks go back, the pool stays usable.
   size_t Trim() { return pool_.Trim(); }
   // Moves this thread's cached objects to the depot (e.g. before the thread
   // idles for long, so that Trim() can return their blocks).
@@ -151,6 +190,13 @@ class ObjectPool {
   size_t objects_per_block() const { return pool_.slots_per_block(); }
 
  private:
+  friend union internal::DefaultObjectPool<T>;
+  struct DefaultTag {};
+  constexpr explicit ObjectPool(DefaultTag)
+      : pool_(internal::FixedPool::Lazy{}, sizeof(T), alignof(T)) {}
+
+  bool IsDefault() const { return this == &Default(); }
+
   [[noreturn]] static void OutOfMemory() {
 #if defined(__cpp_exceptions)
     throw std::bad_alloc();
@@ -160,7 +206,25 @@ class ObjectPool {
   }
 
   internal::FixedPool pool_;
+
+  // Default()'s cache for this thread. Constant-initialised and trivially
+  // destructible: no TLS guard or wrapper call; initial-exec: a direct
+  // %fs-relative access even in -fPIC code (arenarpc is linked into
+  // programs, not dlopen'ed). The pool attaches magazines on first use and
+  // takes them back at thread exit (ThreadSlots' exit hook).
+  __attribute__((tls_model("initial-exec"))) static inline thread_local
+      constinit internal::ThreadCache default_cache_;
 };
+
+namespace internal {
+template <class T>
+constinit inline DefaultObjectPool<T> default_object_pool;
+}  // namespace internal
+
+template <class T>
+ObjectPool<T>& ObjectPool<T>::Default() {
+  return internal::default_object_pool<T>.pool;
+}
 
 }  // namespace arenarpc
 

@@ -34,9 +34,22 @@ struct FixedPool::BlockHeader {
 };
 
 FixedPool::FixedPool(size_t slot_size, size_t slot_align,
-                     const ObjectPoolOptions& options)
-    : magazine_size_(options.magazine_size),
-      key_(ThreadSlots::Register(this)) {
+                     const ObjectPoolOptions& options) {
+  Configure(slot_size, slot_align, options);
+  ready_.store(true, std::memory_order_release);
+}
+
+void FixedPool::SetUp() {
+  std::call_once(set_up_once_, [this] {
+    Configure(lazy_slot_size_, lazy_slot_align_, ObjectPoolOptions{});
+    ready_.store(true, std::memory_order_release);
+  });
+}
+
+void FixedPool::Configure(size_t slot_size, size_t slot_align,
+                          const ObjectPoolOptions& options) {
+  magazine_size_ = options.magazine_size;
+  key_ = ThreadSlots::Register(this);
   ARENARPC_CHECK(slot_align != 0 && (slot_align & (slot_align - 1)) == 0 &&
                      slot_align <= 4096,
                  "ObjectPool: alignment must be a power of two <= 4096");
@@ -44,7 +57,10 @@ FixedPool::FixedPool(size_t slot_size, size_t slot_align,
                  "ObjectPool: magazine_size must be in [1, 2^20]");
   ARENARPC_CHECK(options.block_size <= (size_t{1} << 30),
                  "ObjectPool: block_size must be at most 1 GiB");
-  stride_ = RoundUp(std::max<size_t>(slot_size, 1), slot_align);
+  // A Lazy pool's constructor set the same stride, which fast paths may read
+  // already (ASan builds): no write, no race.
+  const size_t stride = RoundUp(std::max<size_t>(slot_size, 1), slot_align);
+  if (stride_ != stride) stride_ = stride;
   const size_t header_align = std::max<size_t>(slot_align, 64);
   block_size_ = std::bit_ceil(std::max(options.block_size, kMinBlockSize));
   has_bitmap_ = ARENARPC_DEBUG_CHECKS;  // this library's build decides
@@ -72,12 +88,15 @@ FixedPool::FixedPool(size_t slot_size, size_t slot_align,
 }
 
 FixedPool::~FixedPool() {
+  if (!ready()) return;           // a Lazy pool never used
   ThreadSlots::Unregister(key_);  // no OnThreadExit from here on
   std::lock_guard<std::mutex> lock(mu_);
-  for (Cache* c : caches_) {
+  for (ThreadCache* c : caches_) {
     ::operator delete(c->loaded);
     ::operator delete(c->previous);
-    delete c;
+    // A thread_local cache belongs to its thread; Lazy pools (the only
+    // users) are never destroyed, so this is for symmetry only.
+    if (!c->in_tls) delete c;
   }
   caches_.clear();
   for (uint32_t i = 0; i < num_shards_; ++i) {
@@ -154,7 +173,7 @@ size_t FixedPool::CarveLocked(void** out, size_t n) {
 
 // --- magazines and the depot ---------------------------------------------------
 
-FixedPool::Magazine* FixedPool::NewMagazineLocked(Shard& sh) {
+Magazine* FixedPool::NewMagazineLocked(Shard& sh) {
   Magazine* m = sh.empty;
   if (m != nullptr) {
     sh.empty = m->next;
@@ -195,7 +214,7 @@ void FixedPool::PutItemsLocked(Shard& sh, void* const* items, size_t n) {
   }
 }
 
-FixedPool::Magazine* FixedPool::TakeFullLocked(Shard& sh) {
+Magazine* FixedPool::TakeFullLocked(Shard& sh) {
   Magazine* m = sh.full;
   if (m != nullptr) {
     sh.full = m->next;
@@ -209,7 +228,7 @@ FixedPool::Magazine* FixedPool::TakeFullLocked(Shard& sh) {
   return m;
 }
 
-FixedPool::Magazine* FixedPool::TakeFullFromAnyShard(Cache* c) {
+Magazine* FixedPool::TakeFullFromAnyShard(ThreadCache* c) {
   for (uint32_t i = 0; i < num_shards_; ++i) {
     Shard& sh = shards_[(c->home + i) % num_shards_];
     std::lock_guard<std::mutex> lock(sh.mu);
@@ -223,8 +242,10 @@ FixedPool::Magazine* FixedPool::TakeFullFromAnyShard(Cache* c) {
 
 // --- thread caches -------------------------------------------------------------
 
-FixedPool::Cache* FixedPool::CacheForThisThread() {
-  auto* c = new Cache;
+ThreadCache* FixedPool::Attach(ThreadCache* c) {
+  const bool in_tls = c != nullptr;
+  if (!in_tls) c = new ThreadCache;
+  c->in_tls = in_tls;
   c->home = next_home_.fetch_add(1, std::memory_order_relaxed) % num_shards_;
   Shard& sh = shards_[c->home];
   {
@@ -233,11 +254,11 @@ FixedPool::Cache* FixedPool::CacheForThisThread() {
     c->previous = NewMagazineLocked(sh);
   }
   c->items = c->loaded->items;
+  c->count.store(0, std::memory_order_relaxed);
+  c->prev_count.store(0, std::memory_order_relaxed);
+  c->capacity = magazine_size_;
   if (!ThreadSlots::Set(key_, c)) {  // the thread is exiting: go uncached
-    std::lock_guard<std::mutex> lock(sh.mu);
-    FreeMagazineLocked(sh, c->loaded);
-    FreeMagazineLocked(sh, c->previous);
-    delete c;
+    Detach(c);
     return nullptr;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -245,25 +266,44 @@ FixedPool::Cache* FixedPool::CacheForThisThread() {
   return c;
 }
 
+void FixedPool::Detach(ThreadCache* c) {
+  {
+    Shard& sh = shards_[c->home];
+    std::lock_guard<std::mutex> lock(sh.mu);
+    PutItemsLocked(sh, c->loaded->items,
+                   c->count.load(std::memory_order_relaxed));
+    PutItemsLocked(sh, c->previous->items,
+                   c->prev_count.load(std::memory_order_relaxed));
+    FreeMagazineLocked(sh, c->loaded);
+    FreeMagazineLocked(sh, c->previous);
+  }
+  if (!c->in_tls) {
+    delete c;
+    return;
+  }
+  // Back to the constant-initialised state: the next use takes the slow
+  // path, whose Attach fails on an exiting thread (uncached from then on).
+  c->count.store(0, std::memory_order_relaxed);
+  c->prev_count.store(0, std::memory_order_relaxed);
+  c->capacity = 0;
+  c->items = nullptr;
+  c->loaded = nullptr;
+  c->previous = nullptr;
+}
+
 void FixedPool::OnThreadExit(void* cache) {
-  auto* c = static_cast<Cache*>(cache);
-  if (last_used_.cache == c) last_used_ = {0, nullptr};
+  auto* c = static_cast<ThreadCache*>(cache);
+  if (last_used_.cache == c) last_used_ = kNone;
   {
     std::lock_guard<std::mutex> lock(mu_);
     caches_.erase(std::find(caches_.begin(), caches_.end(), c));
   }
-  Shard& sh = shards_[c->home];
-  std::lock_guard<std::mutex> lock(sh.mu);
-  PutItemsLocked(sh, c->loaded->items, c->count.load(std::memory_order_relaxed));
-  PutItemsLocked(sh, c->previous->items,
-                 c->prev_count.load(std::memory_order_relaxed));
-  FreeMagazineLocked(sh, c->loaded);
-  FreeMagazineLocked(sh, c->previous);
-  delete c;
+  Detach(c);
 }
 
-void* FixedPool::AllocateSlow(Cache* c) {
-  if (c == nullptr) c = CacheForThisThread();
+void* FixedPool::AllocateSlow(ThreadCache* c) {
+  Ready();
+  if (c == nullptr || c->loaded == nullptr) c = Attach(c);
   void* p = nullptr;
   if (c == nullptr) {  // uncached: one slot from the depot or a block
     for (uint32_t i = 0; i < num_shards_ && p == nullptr; ++i) {
@@ -308,8 +348,9 @@ void* FixedPool::AllocateSlow(Cache* c) {
   return p;
 }
 
-void FixedPool::DeallocateSlow(Cache* c, void* p) {
-  if (c == nullptr) c = CacheForThisThread();
+void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
+  Ready();
+  if (c == nullptr || c->loaded == nullptr) c = Attach(c);
   if (c == nullptr) {
     Shard& sh = shards_[0];
     std::lock_guard<std::mutex> lock(sh.mu);
@@ -342,7 +383,8 @@ void FixedPool::DeallocateSlow(Cache* c, void* p) {
 }
 
 void FixedPool::FlushThreadCache() {
-  Cache* c = GetCache();
+  if (!ready()) return;  // nothing cached yet
+  ThreadCache* c = GetCache();
   if (c == nullptr) return;
   Shard& sh = shards_[c->home];
   std::lock_guard<std::mutex> lock(sh.mu);
@@ -356,6 +398,7 @@ void FixedPool::FlushThreadCache() {
 // --- Trim and Stats --------------------------------------------------------------
 
 size_t FixedPool::Trim() {
+  if (!ready()) return 0;
   FlushThreadCache();
   std::vector<BlockHeader*> released;
   {
@@ -429,6 +472,7 @@ size_t FixedPool::Trim() {
 FixedPoolStats FixedPool::Stats() const {
   FixedPoolStats s;
   s.slot_size = stride_;
+  if (!ready()) return s;
   uint64_t in_depot = 0;
   for (uint32_t i = 0; i < num_shards_; ++i) {
     std::lock_guard<std::mutex> lock(shards_[i].mu);
@@ -436,7 +480,7 @@ FixedPoolStats FixedPool::Stats() const {
   }
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t in_threads = 0;
-  for (const Cache* c : caches_) {
+  for (const ThreadCache* c : caches_) {
     in_threads += c->count.load(std::memory_order_relaxed) +
                   c->prev_count.load(std::memory_order_relaxed);
   }

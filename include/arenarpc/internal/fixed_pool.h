@@ -28,7 +28,10 @@
 // find them before carving new slots, so a producer/consumer pair stays
 // bounded by what is in flight plus the caches.
 // Lifetime: the destructor unmaps every block, including slots still handed
-// out. A thread that exits hands its magazines to the depot.
+// out. A thread that exits hands its magazines to the depot. A Lazy pool
+// (ObjectPool<T>::Default) is constant-initialised, set up by its first slow
+// path, and must never be destroyed: its thread caches are per-type
+// thread_locals that the caller passes in (AllocateWith/DeallocateWith).
 #ifndef ARENARPC_INTERNAL_FIXED_POOL_H_
 #define ARENARPC_INTERNAL_FIXED_POOL_H_
 
@@ -40,6 +43,7 @@
 #include <vector>
 
 #include "arenarpc/internal/check.h"
+#include "arenarpc/internal/thread_cache.h"
 #include "arenarpc/internal/thread_slots.h"
 
 namespace arenarpc {
@@ -58,21 +62,40 @@ struct FixedPoolStats {
   uint64_t blocks_released = 0;  // unmapped by Trim() since start
 };
 
+// An array of free slot pointers; moves between thread caches and the depot
+// by pointer.
+struct Magazine {
+  Magazine* next;  // in a depot list
+  uint32_t count;  // valid while in the depot
+  void* items[];   // magazine_size entries
+};
+
 class FixedPool final : private ThreadSlots::Owner {
  public:
   FixedPool(size_t slot_size, size_t slot_align,
             const ObjectPoolOptions& options);
+  // A pool with default options whose depot, layout and thread-slot key are
+  // set up on first use, so that it can be constinit (ObjectPool<T>::Default:
+  // no guard on access). Its owner must never destroy it.
+  struct Lazy {};
+  constexpr FixedPool(Lazy, size_t slot_size, size_t slot_align)
+      : stride_(RoundUpStride(slot_size, slot_align)),
+        lazy_slot_size_(slot_size),
+        lazy_slot_align_(slot_align) {}
   ~FixedPool();
   FixedPool(const FixedPool&) = delete;
   FixedPool& operator=(const FixedPool&) = delete;
 
-  void* Allocate() {
-    Cache* c = GetCache();
+  // Instance path: this thread's cache is found through ThreadSlots.
+  void* Allocate() { return AllocateWith(GetCache()); }
+  void Deallocate(void* p) { DeallocateWith(GetCache(), p); }
+
+  // With the calling thread's cache for this pool, found by the caller (a
+  // per-type thread_local for ObjectPool<T>::Default). nullptr, or a
+  // detached cache, takes the slow path, which attaches it.
+  void* AllocateWith(ThreadCache* c) {
     if (__builtin_expect(c != nullptr, 1)) {
-      const uint32_t n = c->count.load(std::memory_order_relaxed);
-      if (__builtin_expect(n != 0, 1)) {
-        void* p = c->items[n - 1];
-        c->count.store(n - 1, std::memory_order_relaxed);
+      if (void* p = c->Pop()) {
         OnHandOut(p);
         return p;
       }
@@ -81,18 +104,9 @@ class FixedPool final : private ThreadSlots::Owner {
     if (p != nullptr) OnHandOut(p);
     return p;
   }
-
-  void Deallocate(void* p) {
+  void DeallocateWith(ThreadCache* c, void* p) {
     OnReturn(p);
-    Cache* c = GetCache();
-    if (__builtin_expect(c != nullptr, 1)) {
-      const uint32_t n = c->count.load(std::memory_order_relaxed);
-      if (__builtin_expect(n != magazine_size_, 1)) {
-        c->items[n] = p;
-        c->count.store(n + 1, std::memory_order_relaxed);
-        return;
-      }
-    }
+    if (__builtin_expect(c != nullptr, 1) && c->Push(p)) return;
     DeallocateSlow(c, p);
   }
 
@@ -113,49 +127,50 @@ class FixedPool final : private ThreadSlots::Owner {
   FixedPoolStats Stats() const;
 
   size_t stride() const { return stride_; }
-  size_t block_size() const { return block_size_; }
-  size_t slots_per_block() const { return slots_per_block_; }
+  size_t block_size() const { return Ready().block_size_; }
+  size_t slots_per_block() const { return Ready().slots_per_block_; }
 
  private:
-  struct Magazine {
-    Magazine* next;  // in a depot list
-    uint32_t count;  // valid while in the depot
-    void* items[];   // magazine_size_ entries
-  };
-  // One per (pool, thread); only its thread writes it. Stats() reads the
-  // counts from other threads, hence relaxed atomics (plain loads/stores).
-  struct alignas(64) Cache {
-    std::atomic<uint32_t> count{0};       // in `loaded`
-    std::atomic<uint32_t> prev_count{0};  // in `previous`
-    void** items = nullptr;               // loaded->items
-    Magazine* loaded = nullptr;
-    Magazine* previous = nullptr;
-    uint32_t home = 0;  // depot shard
-  };
+  static constexpr size_t RoundUpStride(size_t size, size_t align) {
+    size = size == 0 ? 1 : size;
+    return align == 0 ? size : (size + align - 1) / align * align;
+  }
   struct BlockHeader;
 
   // The last pool this thread used, so that the common case of one hot pool
   // costs one TLS compare instead of a ThreadSlots lookup. Generations are
   // never reused, so an entry of a destroyed pool never matches again; the
-  // exiting thread clears its entry in OnThreadExit.
+  // exiting thread clears its entry in OnThreadExit. kNone matches no key,
+  // not even a Lazy pool's before set-up (generation 0).
   struct LastUsed {
     uint64_t generation;
     void* cache;
   };
+  static constexpr LastUsed kNone{~uint64_t{0}, nullptr};
   __attribute__((tls_model("initial-exec"))) static inline thread_local
-      constinit LastUsed last_used_{0, nullptr};
+      constinit LastUsed last_used_ = kNone;
 
-  Cache* GetCache() const {
+  ThreadCache* GetCache() const {
     const LastUsed& l = last_used_;
     if (__builtin_expect(l.generation == key_.generation, 1)) {
       // Set only with a cache: lets the compiler drop the null test.
       if (l.cache == nullptr) __builtin_unreachable();
-      return static_cast<Cache*>(l.cache);
+      return static_cast<ThreadCache*>(l.cache);
     }
     void* c = ThreadSlots::Get(key_);
     if (c != nullptr) last_used_ = {key_.generation, c};
-    return static_cast<Cache*>(c);
+    return static_cast<ThreadCache*>(c);
   }
+
+  // A Lazy pool is set up by the first call that needs more than stride_.
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+  const FixedPool& Ready() const {
+    if (__builtin_expect(!ready(), 0)) const_cast<FixedPool*>(this)->SetUp();
+    return *this;
+  }
+  void SetUp();  // once; Lazy pools only
+  void Configure(size_t slot_size, size_t slot_align,
+                 const ObjectPoolOptions& options);
 
   // Hand-out and return hooks run only here, inline, in the caller's
   // translation unit: a debug build of the caller marks and checks every
@@ -175,9 +190,12 @@ class FixedPool final : private ThreadSlots::Owner {
   void DebugCheckReturnable(const void* p) const;
   void DebugMark(const void* p, bool in_use) const;
 
-  void* AllocateSlow(Cache* c);  // the caller runs OnHandOut
-  void DeallocateSlow(Cache* c, void* p);
-  Cache* CacheForThisThread();
+  void* AllocateSlow(ThreadCache* c);  // the caller runs OnHandOut
+  void DeallocateSlow(ThreadCache* c, void* p);
+  // Gives `c` (nullptr: a new heap cache) magazines and registers it for
+  // this thread; nullptr if the thread is exiting (then go uncached).
+  ThreadCache* Attach(ThreadCache* c);
+  void Detach(ThreadCache* c);  // magazines to the depot; requires nothing
   void OnThreadExit(void* cache) override;
 
   // A depot shard: full magazines, one partial, spare empty ones. A thread
@@ -198,7 +216,7 @@ class FixedPool final : private ThreadSlots::Owner {
   void FreeMagazineLocked(Shard& s, Magazine* m);
   void PutItemsLocked(Shard& s, void* const* items, size_t n);
   Magazine* TakeFullLocked(Shard& s);  // or nullptr
-  Magazine* TakeFullFromAnyShard(Cache* c);  // home first; frees c->previous
+  Magazine* TakeFullFromAnyShard(ThreadCache* c);  // home first; frees c->previous
   size_t CarveLocked(void** out, size_t n);  // requires mu_; 0: no memory
   BlockHeader* MapBlock();
   void UnmapBlock(BlockHeader* b);
@@ -208,16 +226,20 @@ class FixedPool final : private ThreadSlots::Owner {
                                           ~(uintptr_t{block_size_} - 1));
   }
 
-  // Set by the constructor, then constant.
+  // Set by the constructor (a Lazy pool: by SetUp), then constant.
   size_t stride_ = 0;
+  size_t lazy_slot_size_ = 0;  // Lazy pools: for SetUp
+  size_t lazy_slot_align_ = 0;
+  std::once_flag set_up_once_;
+  std::atomic<bool> ready_{false};
   size_t block_size_ = 0;
   size_t header_size_ = 0;  // slots start here, a multiple of the alignment
   size_t slots_per_block_ = 0;
   bool has_bitmap_ = false;  // blocks carry the debug in-use bitmap
   uint32_t num_shards_ = 0;
-  const uint32_t magazine_size_;
+  uint32_t magazine_size_ = 0;
   uint32_t max_empty_per_shard_ = 0;
-  const ThreadSlots::Key key_;
+  ThreadSlots::Key key_;
   std::unique_ptr<Shard[]> shards_;
   std::atomic<uint32_t> next_home_{0};
 
@@ -226,7 +248,7 @@ class FixedPool final : private ThreadSlots::Owner {
   uint64_t carved_ = 0;              // carved from live blocks, guarded by mu_
   BlockHeader* carving_ = nullptr;   // newest block, guarded by mu_
   std::vector<BlockHeader*> blocks_;  // guarded by mu_
-  std::vector<Cache*> caches_;        // live thread caches, guarded by mu_
+  std::vector<ThreadCache*> caches_;  // live thread caches, guarded by mu_
   uint64_t blocks_released_ = 0;      // guarded by mu_
 };
 
