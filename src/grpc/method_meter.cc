@@ -57,6 +57,9 @@ struct MethodMeter::Impl {
   std::unique_ptr<CostProbe> request_probe;
   std::unique_ptr<CostProbe> response_probe;
   std::optional<Capture> capture;
+  // Measuring CPU per sampled byte, learned (a first guess: several parses
+  // of ~10 ns per byte each).
+  double ns_per_byte = 60;
 };
 
 namespace {
@@ -66,7 +69,7 @@ constexpr size_t kMaxQueued = 4;
 constexpr size_t kMaxQueuedBytes = size_t{16} << 20;
 // CPU the measuring thread may spend before its share is enforced, so the
 // first samples of a fresh server are measured.
-constexpr double kCpuCreditNs = 50e6;
+constexpr double kCpuCreditNs = 5e6;
 // kAuto's share without shadow options: its learning phase (1 in 8 calls
 // until 32 samples) must end on large messages too, each sample being
 // several parses; afterwards 1 in 512 keeps it far below this.
@@ -185,9 +188,13 @@ class Worker {
         }
       }
     }
-    // The budget: this thread's CPU against the process's.
+    // The budget: this thread's CPU, with what this sample is expected to
+    // cost, against the process's. Expected, not spent: one large sample
+    // (tens of ms) would otherwise overshoot a short run's share.
+    const double bytes = static_cast<double>(s.request.size() + s.response.size());
     const double mine = CpuNs(CLOCK_THREAD_CPUTIME_ID);
-    if (mine > CpuShare() * CpuNs(CLOCK_PROCESS_CPUTIME_ID) + kCpuCreditNs) {
+    if (mine + bytes * m.ns_per_byte >
+        CpuShare() * CpuNs(CLOCK_PROCESS_CPUTIME_ID) + kCpuCreditNs) {
       m.dropped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
@@ -200,6 +207,9 @@ class Worker {
       const ModeCosts response = m.response_probe->Measure(s.response);
       total.ok = response.ok;
       for (int i = 0; i < kNumAllocationModes; ++i) total.ns[i] += response.ns[i];
+    }
+    if (bytes > 0) {  // learn what a byte costs to measure, for the budget
+      m.ns_per_byte += 0.5 * ((CpuNs(CLOCK_THREAD_CPUTIME_ID) - mine) / bytes - m.ns_per_byte);
     }
     if (!total.ok) {
       m.malformed.fetch_add(1, std::memory_order_relaxed);

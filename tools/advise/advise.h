@@ -43,10 +43,13 @@ namespace arenarpc::advise {
 enum class Code { kAuto, kGenerated, kDynamic };
 
 // The server CPU per call outside parse + destroy, when the user gives no
-// measurement: base_us = kBaseUs + kBaseUsPerWireByte * wire bytes.
-// Placeholders. fit: bench/advise_check.py, docs/raw/advise/.
-inline constexpr double kBaseUs = 220.0;
-inline constexpr double kBaseUsPerWireByte = 0.005;
+// measurement: base_us = kBaseUs + kBaseUsPerWireByte * wire bytes. Fit on
+// the corpus end to end (plain gRPC CPU per call minus heap parse +
+// destroy, 9 services, ghz at 20-1000 calls/s on this 2-core VM):
+// docs/raw/advise/base_fit.txt. Machine- and rate-dependent: pass
+// --baseline_cpu_us for your own.
+inline constexpr double kBaseUs = 337.0;
+inline constexpr double kBaseUsPerWireByte = 0.0047;
 
 struct AdviseOptions {
   std::string type;  // full message name; "" takes the samples' TYPE file
