@@ -50,10 +50,11 @@
 // estimated saving per call of switching to it. Bounds: the queue holds at
 // most 4 samples and 16 MiB and is never waited for (a sample that does not
 // fit is dropped and counted); the measuring thread runs at nice 19 and
-// stops measuring while its CPU time exceeds `max_cpu_share` of the
-// process's (dropped, counted); a sample that does not parse is counted
-// (`malformed`) and dropped. With `capture_dir`, sampled requests are also
-// written there for arenarpc_advise, one file each, as
+// skips a sample (dropped, counted) when its CPU time plus the sample's
+// expected cost would exceed `max_cpu_share` of the process's; a sample
+// that does not parse is counted (`malformed`) and dropped. With
+// `capture_dir`, sampled requests are also written there for
+// arenarpc_advise, one file each, as
 // <capture_dir>/<method>/NNNNNN.bin with the request type's full name in
 // <capture_dir>/<method>/TYPE, at most `capture_max_files` files and
 // `capture_max_bytes` bytes per method (files already there count). Writing
