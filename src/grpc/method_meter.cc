@@ -70,6 +70,7 @@ constexpr size_t kMaxQueuedBytes = size_t{16} << 20;
 // CPU the measuring thread may spend before its share is enforced, so the
 // first samples of a fresh server are measured.
 constexpr double kCpuCreditNs = 5e6;
+constexpr double kLearnMinBytes = 4096;
 // kAuto's share without shadow options: its learning phase (1 in 8 calls
 // until 32 samples) must end on large messages too, each sample being
 // several parses; afterwards 1 in 512 keeps it far below this.
@@ -193,8 +194,9 @@ class Worker {
     // (tens of ms) would otherwise overshoot a short run's share.
     const double bytes = static_cast<double>(s.request.size() + s.response.size());
     const double mine = CpuNs(CLOCK_THREAD_CPUTIME_ID);
-    if (mine + bytes * m.ns_per_byte >
-        CpuShare() * CpuNs(CLOCK_PROCESS_CPUTIME_ID) + kCpuCreditNs) {
+    const double share = CpuShare();
+    if (share < 1.0 && mine + bytes * m.ns_per_byte >
+                           share * CpuNs(CLOCK_PROCESS_CPUTIME_ID) + kCpuCreditNs) {
       m.dropped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
@@ -208,8 +210,12 @@ class Worker {
       total.ok = response.ok;
       for (int i = 0; i < kNumAllocationModes; ++i) total.ns[i] += response.ns[i];
     }
-    if (bytes > 0) {  // learn what a byte costs to measure, for the budget
-      m.ns_per_byte += 0.5 * ((CpuNs(CLOCK_THREAD_CPUTIME_ID) - mine) / bytes - m.ns_per_byte);
+    // Learn what a byte costs to measure, for the budget: from samples that
+    // parsed and are large enough for the per-byte rate to mean something
+    // (a 4-byte sample's fixed costs would make every later one look huge).
+    if (total.ok && bytes >= kLearnMinBytes) {
+      const double rate = (CpuNs(CLOCK_THREAD_CPUTIME_ID) - mine) / bytes;
+      m.ns_per_byte += 0.5 * (std::clamp(rate, 1.0, 1000.0) - m.ns_per_byte);
     }
     if (!total.ok) {
       m.malformed.fetch_add(1, std::memory_order_relaxed);
