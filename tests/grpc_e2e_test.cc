@@ -128,6 +128,25 @@ TEST_P(EchoE2eTest, CallbackClientWithClientCall) {
   EXPECT_EQ(ok.load(), kCalls);
 }
 
+// A caller woken by `done` may drop the channel at once; the call's context
+// must not hold the last reference then (gRPC 1.51 would shut its callback
+// queue down from that queue's own thread: a double free under ASan).
+TEST_P(EchoE2eTest, TheContextLetsGoOfTheChannelBeforeDone) {
+  const long before = channel_.use_count();
+  Latch latch(1);
+  long in_done = -1;
+  ClientCall<EchoRequest, EchoResponse> call;
+  echo::BuildEchoRequest(5, 1, call.request());
+  stub_->async()->Echo(call.context(), call.request(), call.response(),
+                       call.Then([&](const grpc::Status& s, EchoResponse*) {
+                         EXPECT_TRUE(s.ok()) << s.error_message();
+                         in_done = channel_.use_count();
+                         latch.CountDown();
+                       }));
+  ASSERT_TRUE(latch.Wait());
+  EXPECT_EQ(in_done, before);
+}
+
 TEST_P(EchoE2eTest, MalformedBytesFailTheCallAndReturnTheMessages) {
   const uint64_t calls = testing::Calls(mode_);
   grpc::GenericStub generic(channel_);

@@ -20,8 +20,14 @@
 //
 // gRPC requires the context, request and response of a callback call to
 // stay valid until its callback has run; Then() moves their ownership into
-// the callback it returns, so they are destroyed right after `done` (or with
-// the callback if gRPC drops it unrun). The accessors keep returning the same
+// the callback it returns. The context is destroyed just before `done` runs,
+// request, response and arena right after it (all of them with the callback
+// if gRPC drops it unrun). Why the context goes first: it holds a reference
+// to the channel, and a caller woken by `done` may drop its own; the last
+// reference then falls on gRPC's callback thread, and gRPC 1.51 shuts its
+// process-wide callback queue down from that queue's own thread (a double
+// free or a hang). So `done` cannot read the context (trailing metadata,
+// peer): use a plain grpc::ClientContext for calls that need it. The accessors keep returning the same
 // pointers after Then(), so Then() may appear in the same argument list as
 // context()/request()/response() (argument evaluation order does not
 // matter). Do not use the ClientCall's accessors once the call may have
@@ -73,7 +79,7 @@ class ClientCall {
   ClientCall& operator=(ClientCall&&) noexcept = default;
   ~ClientCall() = default;
 
-  ::grpc::ClientContext* context() const { return &state_->context; }
+  ::grpc::ClientContext* context() const { return &*state_->context; }
   Req* request() const { return state_->request; }
   Resp* response() const { return state_->response; }
   // The call's arena (nullptr for pooled messages or with the kill switch):
@@ -92,6 +98,7 @@ class ClientCall {
     std::shared_ptr<State> state(std::move(owned_));
     return [state = std::move(state),
             done = std::move(done)](::grpc::Status status) mutable {
+      state->context.reset();  // see the header comment
       done(status, state->response);
       state.reset();  // before gRPC destroys the callback, maybe much later
     };
@@ -99,8 +106,9 @@ class ClientCall {
 
  private:
   struct State {
-    // Destroyed last: it may refer to the call until then.
-    ::grpc::ClientContext context;
+    // Destroyed last: it may refer to the call until then. Engaged until
+    // the call completes.
+    std::optional<::grpc::ClientContext> context{std::in_place};
     std::optional<ScopedArena> arena;
     PooledMessage<Req> pooled_request;
     PooledMessage<Resp> pooled_response;
