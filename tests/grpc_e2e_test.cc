@@ -240,7 +240,7 @@ TEST_P(EchoE2eTest, CancelledCalls) {
   for (int i = 0; i < kCalls; ++i) {
     ClientCall<EchoRequest, EchoResponse> call;
     echo::BuildEchoRequest(10, i, call.request());
-    call.request()->set_delay_ms(1000);
+    call.request()->set_delay_ms(3000);  // all in flight even under load
     contexts.push_back(call.context());
     stub_->async()->Echo(
         call.context(), call.request(), call.response(),
@@ -275,7 +275,9 @@ TEST_P(EchoE2eTest, ShutdownWithCallsInFlight) {
   for (int i = 0; i < kCalls; ++i) {
     ClientCall<EchoRequest, EchoResponse> call;
     echo::BuildEchoRequest(20, i, call.request());
-    call.request()->set_delay_ms(300);
+    // Long enough that all calls are in flight together even on a loaded
+    // machine under ASan (300 ms was not: the first ones had finished).
+    call.request()->set_delay_ms(3000);
     stub_->async()->Echo(call.context(), call.request(), call.response(),
                          call.Then([&](const grpc::Status&, EchoResponse*) {
                            finished++;
