@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/pointer_cache.h"
@@ -23,10 +24,21 @@ size_t block_size = 0;
 std::atomic<uint64_t> heap_blocks{0};
 std::atomic<uint64_t> heap_bytes{0};
 
+#ifdef ARENARPC_ASAN
+// What the block hooks saw on this thread, for ReleaseArena and Make (below):
+// the page handed out last, and whether `watched_page` was returned.
+thread_local void* last_page = nullptr;
+thread_local void* watched_page = nullptr;
+thread_local bool watched_page_freed = false;
+#endif
+
 void* BlockAlloc(size_t size) {
   if (__builtin_expect(size == block_size, 1)) {
     void* page = block_pool->Allocate();
     ARENARPC_CHECK(page != nullptr, "arenarpc: out of memory (page pool)");
+#ifdef ARENARPC_ASAN
+    last_page = page;
+#endif
     return page;
   }
   // One allocation larger than a page: a block of its own from the heap.
@@ -40,10 +52,60 @@ void* BlockAlloc(size_t size) {
 void BlockDealloc(void* block, size_t size) {
   // protobuf passes back the size it got from BlockAlloc.
   if (__builtin_expect(size == block_size, 1)) {
+#ifdef ARENARPC_ASAN
+    if (block == watched_page) watched_page_freed = true;
+#endif
     block_pool->Deallocate(block);
   } else {
     std::free(block);
   }
+}
+
+#ifdef ARENARPC_ASAN
+// An idle arena keeps one page, its first block, and the page pool's poison
+// never covers it: protobuf 3.21's Reset() returns it and takes a new one
+// (from the LIFO cache: the same page, unpoisoned as a whole), later ones
+// keep it. So what the last use put there would stay readable. While an
+// arena is idle nothing reads that page, so it is poisoned here, and
+// unpoisoned when the arena is taken again. First pages are kept per arena
+// (ASan builds only: a lock is fine).
+std::mutex first_pages_mu;
+auto* const first_pages =
+    new std::unordered_map<const google::protobuf::Arena*, void*>;
+
+void* FirstPage(const google::protobuf::Arena* arena) {
+  std::lock_guard<std::mutex> lock(first_pages_mu);
+  auto it = first_pages->find(arena);
+  return it == first_pages->end() ? nullptr : it->second;
+}
+
+// page: the arena's first page, nullptr if unknown (then nothing is poisoned).
+void SetFirstPage(const google::protobuf::Arena* arena, void* page) {
+  std::lock_guard<std::mutex> lock(first_pages_mu);
+  if (page == nullptr) {
+    first_pages->erase(arena);
+  } else {
+    (*first_pages)[arena] = page;
+  }
+}
+
+void PoisonFirstPage(const google::protobuf::Arena* arena, bool poison) {
+  void* page = FirstPage(arena);
+  if (page == nullptr) return;
+  if (poison) {
+    ARENARPC_POISON(page, block_size);
+  } else {
+    ARENARPC_UNPOISON(page, block_size);
+  }
+}
+#endif
+
+void UnpoisonIdle(const google::protobuf::Arena* arena) {
+#ifdef ARENARPC_ASAN
+  PoisonFirstPage(arena, false);
+#else
+  (void)arena;
+#endif
 }
 
 // Idle google::protobuf::Arena objects, reset and ready.
@@ -63,13 +125,25 @@ class ArenaCache final : public internal::PointerCache {
   size_t Make(void** out, size_t n) override {
     // One at a time: building arenas ahead would only hold pages idle.
     (void)n;
+#ifdef ARENARPC_ASAN
+    last_page = nullptr;
+    auto* arena = new google::protobuf::Arena(options_);
+    SetFirstPage(arena, last_page);  // protobuf takes it in the constructor
+    out[0] = arena;
+#else
     out[0] = new google::protobuf::Arena(options_);
+#endif
     created_.fetch_add(1, std::memory_order_relaxed);
     return 1;
   }
   void Destroy(void* const* arenas, size_t n) override {
     for (size_t i = 0; i < n; ++i) {
-      delete static_cast<google::protobuf::Arena*>(arenas[i]);
+      auto* arena = static_cast<google::protobuf::Arena*>(arenas[i]);
+      UnpoisonIdle(arena);
+#ifdef ARENARPC_ASAN
+      SetFirstPage(arena, nullptr);
+#endif
+      delete arena;
     }
   }
 
@@ -82,8 +156,15 @@ ArenaCache& Cache() {
   static ArenaCache* const cache = [] {
     std::lock_guard<std::mutex> lock(options_mu);
     options_frozen = true;
-    block_pool = &PagePool::Default();  // configured by SetGlobalArenaOptions
-    block_size = block_pool->page_size();
+    // One source of truth for the block size: the page pool's, whoever
+    // configured it (SetGlobalArenaOptions or PagePool::ConfigureDefault).
+    // Arena blocks of another size would all miss the pool and go to malloc.
+    block_pool = &PagePool::Default();
+    const PagePoolOptions& pool = block_pool->options();
+    global_options.page_size = pool.page_size;
+    global_options.depot_capacity_bytes = pool.depot_capacity_bytes;
+    global_options.thread_cache_pages = pool.thread_cache_pages;
+    block_size = pool.page_size;
     return new ArenaCache(global_options);  // leaked: outlives all threads
   }();
   return *cache;
@@ -132,11 +213,24 @@ ArenaStats GetArenaStats() {
 namespace internal {
 
 google::protobuf::Arena* AcquireArena() {
-  return static_cast<google::protobuf::Arena*>(Cache().Pop());
+  auto* arena = static_cast<google::protobuf::Arena*>(Cache().Pop());
+  UnpoisonIdle(arena);
+  return arena;
 }
 
 void ReleaseArena(google::protobuf::Arena* arena) {
-  arena->Reset();  // runs destructors, returns all blocks but the first
+#ifdef ARENARPC_ASAN
+  watched_page = FirstPage(arena);
+  watched_page_freed = false;
+  last_page = nullptr;
+  arena->Reset();
+  // The first page returned: the last one taken is the new first page.
+  if (watched_page_freed) SetFirstPage(arena, last_page);
+  watched_page = nullptr;
+  PoisonFirstPage(arena, true);
+#else
+  arena->Reset();  // runs destructors, returns the blocks but one
+#endif
   Cache().Push(arena);
 }
 

@@ -1,6 +1,7 @@
 #include "arenarpc/message_pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <optional>
 
@@ -23,9 +24,23 @@ struct MessagePoolCore::Entry {
   uint64_t space = 0;          // bytes at the last return
   size_t peak = 0;             // largest content measured since built
   uint32_t uses = 0;           // since built
+  size_t poisoned = 0;         // bytes of *message poisoned while idle (ASan)
 
   ~Entry() { Clear(); }
+  // Idle: nothing of the pool touches the message until it is handed out
+  // again, so its own bytes can be poisoned. What it points to (strings,
+  // repeated fields, sub-messages) stays as Clear() left it: reuse needs it.
+  void Poison(size_t n) {
+    if (message == nullptr || n == 0) return;
+    ARENARPC_POISON(message, n);
+    poisoned = n;
+  }
+  void Unpoison() {
+    if (poisoned != 0) ARENARPC_UNPOISON(message, poisoned);
+    poisoned = 0;
+  }
   void Clear() {
+    Unpoison();
     if (message != nullptr && message->GetArena() == nullptr) delete message;
     message = nullptr;
     arena.reset();  // runs the arena's destructors, pages back to the pool
@@ -79,10 +94,26 @@ class MessagePoolCore::Cache final : public PointerCache {
   MessagePoolCore* const core_;
 };
 
+namespace {
+std::atomic<void (*)(const void*)> pool_destroyed_hook{nullptr};
+}  // namespace
+
+void SetMessagePoolDestroyedHook(void (*hook)(const void* pool)) {
+  pool_destroyed_hook.store(hook, std::memory_order_release);
+}
+
+void NotifyMessagePoolDestroyed(const void* pool) {
+  if (auto* hook = pool_destroyed_hook.load(std::memory_order_acquire)) {
+    hook(pool);
+  }
+}
+
 MessagePoolCore::MessagePoolCore(const Message* prototype,
-                                 const MessagePoolOptions& options)
+                                 const MessagePoolOptions& options,
+                                 size_t object_size)
     : options_(options),
       prototype_(prototype),
+      object_size_(object_size),
       reuse_limit_(prototype != nullptr ? ReuseLimit(prototype->GetDescriptor())
                                         : std::string()),
       fresh_arenas_(!reuse_limit_.empty() && !options.reuse_lossy_types),
@@ -115,6 +146,7 @@ MessagePoolCore::Entry* MessagePoolCore::Acquire() {
     }
     created_.fetch_add(1, std::memory_order_relaxed);
   } else {
+    e->Unpoison();
     retained_.Add(-static_cast<int64_t>(e->space));
   }
   in_use_.Add(1);
@@ -183,6 +215,7 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
     e->Clear();
   }
   retained_.Add(static_cast<int64_t>(e->space));
+  e->Poison(object_size_);
   cache_->Push(e);
 }
 

@@ -4,6 +4,7 @@
 #include <google/protobuf/arena.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -130,6 +131,20 @@ TEST(InstallTest, PluginAndTemplateInstallTheSameAllocator) {
   class SyncOnly : public echo::EchoService::Service {};
   SyncOnly sync;
   EXPECT_EQ(echo::InstallEchoServiceAllocators(&sync, AllocationMode::kArena), 0);
+}
+
+// A destroyed pool leaves the stats registry: nothing reads it afterwards
+// (before the fix: a heap-use-after-free under ASan, the name still listed).
+TEST(PrometheusTest, DestroyedPoolLeavesTheStats) {
+  auto pool = std::make_unique<MessagePool<echo::Item>>();
+  RegisterMessagePoolStats("test.Gone", pool.get());
+  { auto item = pool->Acquire(); }
+  EXPECT_NE(RenderPrometheusStats().find("test.Gone"), std::string::npos);
+  pool.reset();
+  EXPECT_EQ(RenderPrometheusStats().find("test.Gone"), std::string::npos);
+  for (const NamedMessagePoolStats& p : GetMessagePoolStats()) {
+    EXPECT_NE(p.name, "test.Gone");
+  }
 }
 
 // Prometheus text format 0.0.4: every family has HELP and TYPE before its

@@ -140,6 +140,68 @@ TEST(ObjectPoolTest, ThrowingConstructorReturnsTheSlot) {
   pool.Delete(b);
 }
 
+// Magazines come from the heap; when it refuses one (injected with the
+// test-only hook), no magazine may end up in two places: before the fix a
+// thread's two magazines became one and slots were handed out twice.
+std::vector<Payload*> NewDistinct(ObjectPool<Payload>& pool, int n) {
+  std::vector<Payload*> out;
+  std::set<Payload*> seen;
+  for (int i = 0; i < n; ++i) {
+    Payload* p = pool.New();
+    EXPECT_NE(p, nullptr);
+    EXPECT_TRUE(seen.insert(p).second) << "slot handed out twice: " << p;
+    Fill(p, i);
+    out.push_back(p);
+  }
+  return out;
+}
+
+int DeleteAll(ObjectPool<Payload>& pool, const std::vector<Payload*>& objects) {
+  int threw = 0;
+  for (Payload* p : objects) {
+    try {
+      pool.Delete(p);
+    } catch (const std::bad_alloc&) {
+      ++threw;
+    }
+  }
+  return threw;
+}
+
+TEST(ObjectPoolTest, MagazineAllocationFailureLeavesNoAliasedMagazines) {
+  ObjectPoolOptions o;
+  o.magazine_size = 4;
+  o.max_empty_magazines = 0;  // every magazine comes from the heap
+  o.depot_shards = 1;
+  ObjectPool<Payload> pool(o);
+
+  // One failure: the slot goes to the depot instead; nothing is lost.
+  std::vector<Payload*> objects = NewDistinct(pool, 32);
+  internal::FailMagazineAllocationsForTest(1);
+  EXPECT_EQ(DeleteAll(pool, objects), 0);
+  internal::FailMagazineAllocationsForTest(0);
+  EXPECT_EQ(pool.Stats().objects_in_use, 0u);
+  EXPECT_EQ(pool.Stats().objects_lost, 0u);
+  objects = NewDistinct(pool, 64);
+
+  // The heap refuses every magazine: freed slots that find no magazine are
+  // dropped and counted, never aliased.
+  internal::FailMagazineAllocationsForTest(1 << 30);
+  EXPECT_EQ(DeleteAll(pool, objects), 0);
+  // A new thread cannot get its magazines: it works uncached.
+  std::thread([&] {
+    Payload* p = pool.New();
+    ASSERT_NE(p, nullptr);
+    pool.Delete(p);
+  }).join();
+  internal::FailMagazineAllocationsForTest(0);
+  const ObjectPoolStats s = pool.Stats();
+  EXPECT_GT(s.objects_lost, 0u);
+  EXPECT_EQ(s.objects_in_use, 0u);
+  DeleteAll(pool, NewDistinct(pool, 128));
+  EXPECT_EQ(pool.Stats().objects_in_use, 0u);
+}
+
 TEST(ObjectPoolTest, ReusesTheHottestObjectFirst) {
   ObjectPool<Payload> pool;
   Payload* a = pool.New();

@@ -169,6 +169,16 @@ TEST(PagePoolDeathTest, WrongPoolIsCaught) {
       "not from this pool");
 }
 
+TEST(PagePoolDeathTest, DestroyedWithPagesOutIsCaught) {
+  EXPECT_DEATH(
+      {
+        auto* pool = new PagePool(SmallPool());
+        (void)pool->Allocate();
+        delete pool;
+      },
+      "PagePool destroyed while pages are still in use");
+}
+
 TEST(PagePoolDeathTest, ForeignMemoryIsCaught) {
   EXPECT_DEATH(
       {

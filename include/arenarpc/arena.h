@@ -26,6 +26,14 @@
 // one. An idle pooled arena keeps one page: protobuf stores the arena's
 // allocation policy in its first block.
 //
+// Misuse. Touching an object after its ScopedArena is gone is undefined
+// behaviour, as with any arena, in every build. Under AddressSanitizer it is
+// reported as use-after-poison: later pages go back to the page pool, which
+// poisons them, and what the scope put on the arena's first page (kept by
+// the idle arena) is poisoned until another ScopedArena takes that arena.
+// A ScopedArena moved from holds no arena (arena() == nullptr); creating on
+// it makes heap objects that nothing owns.
+//
 // Kill switch: building with -DARENARPC_DISABLE_ARENAS=ON makes arena()
 // return nullptr and Create<T>() allocate on the heap (objects are still
 // deleted with the ScopedArena), with no change to user code.
@@ -72,6 +80,10 @@ struct ArenaOptions {
 absl::Status SetGlobalArenaOptions(const ArenaOptions& options);
 
 // The options in force (the defaults if SetGlobalArenaOptions never ran).
+// Once arenas are in use, page_size, depot_capacity_bytes and
+// thread_cache_pages are PagePool::Default()'s, whoever configured it: the
+// arena block size is always the page pool's page size (one source of
+// truth), so no block misses the pool.
 ArenaOptions GetGlobalArenaOptions();
 
 struct ArenaStats {

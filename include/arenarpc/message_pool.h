@@ -52,7 +52,27 @@
 // Lifetime: every PooledMessage must be destroyed before its pool; the
 // message and everything reached from it belong to the pool (do not keep
 // pointers into it after the handle is gone). Full protobuf messages only
-// (reflection is needed for dynamic prototypes), not MessageLite.
+// (reflection is needed for dynamic prototypes), not MessageLite. A pool
+// registered with the gRPC stats (RegisterMessagePoolStats) leaves them in
+// its destructor.
+//
+// Misuse, by build (debug: ARENARPC_DEBUG_CHECKS, on unless NDEBUG):
+//  - a pool destroyed while PooledMessages are alive: debug builds abort
+//    ("MessagePool destroyed while PooledMessages are alive"); release
+//    builds: undefined behaviour (the handles later return into freed
+//    memory);
+//  - using an empty handle (returned by reset(), moved from, default):
+//    debug builds abort ("use of an empty handle"); release builds
+//    dereference nullptr;
+//  - using the message through a pointer kept after its handle returned
+//    it: undefined behaviour. Under ASan the idle message object itself
+//    (sizeof(T) bytes; not for a dynamic prototype) is poisoned, so a
+//    touch is reported (use-after-poison); what it points to (strings,
+//    repeated fields, sub-messages) is kept cleared for reuse and not
+//    poisoned. An instance that goes back with its arena reset is on a
+//    pooled arena's first page: poisoned while that arena is idle.
+//  - returning twice or to another pool cannot be expressed: a handle
+//    returns once (reset() empties it) and only to the pool it came from.
 #ifndef ARENARPC_MESSAGE_POOL_H_
 #define ARENARPC_MESSAGE_POOL_H_
 
@@ -67,6 +87,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "arenarpc/internal/check.h"
 #include "arenarpc/internal/striped_counter.h"
 
 namespace arenarpc {
@@ -128,8 +149,10 @@ namespace internal {
 class MessagePoolCore {
  public:
   struct Entry;
+  // object_size: sizeof the message type if known (0 for a dynamic
+  // prototype); that many bytes of an idle instance are poisoned under ASan.
   MessagePoolCore(const google::protobuf::Message* prototype,
-                  const MessagePoolOptions& options);
+                  const MessagePoolOptions& options, size_t object_size = 0);
   ~MessagePoolCore();
   MessagePoolCore(const MessagePoolCore&) = delete;
   MessagePoolCore& operator=(const MessagePoolCore&) = delete;
@@ -151,6 +174,7 @@ class MessagePoolCore {
 
   const MessagePoolOptions options_;
   const google::protobuf::Message* const prototype_;
+  const size_t object_size_;
   const std::string reuse_limit_;  // "" if Clear() keeps every field
   const bool fresh_arenas_;        // reset the arena instead of Clear()
   // Instances on the heap, not on arenas: where parsing into an arena
@@ -178,6 +202,12 @@ class MessagePoolCore {
   std::atomic<uint64_t> dropped_{0};
   StripedCounter fresh_;
 };
+
+// Registries that keep pointers to pools (the gRPC stats) set a hook that a
+// MessagePool's destructor calls with its address, before anything of the
+// pool is destroyed. One hook process-wide; nullptr removes it.
+void SetMessagePoolDestroyedHook(void (*hook)(const void* pool));
+void NotifyMessagePoolDestroyed(const void* pool);
 
 // Why Clear() cannot keep all of `type` on this protobuf (first such field
 // as a path, e.g. "spans.attributes.value: proto3 message field without
@@ -213,13 +243,21 @@ class PooledMessage {
   ~PooledMessage() { reset(); }
 
   T* get() const { return message_; }
-  T* operator->() const { return message_; }
-  T& operator*() const { return *message_; }
+  T* operator->() const {
+    ARENARPC_DCHECK(message_ != nullptr,
+                    "PooledMessage: use of an empty handle (returned, moved "
+                    "from or default-constructed)");
+    return message_;
+  }
+  T& operator*() const { return *operator->(); }
   explicit operator bool() const { return message_ != nullptr; }
 
   // Parses `wire` into the message (replacing its content). On failure
   // returns false and leaves the message empty.
   bool ParseFrom(std::string_view wire) {
+    ARENARPC_DCHECK(message_ != nullptr,
+                    "PooledMessage: use of an empty handle (returned, moved "
+                    "from or default-constructed)");
     size_hint_ = wire.size();
     if (message_->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
       return true;
@@ -264,9 +302,13 @@ class MessagePool {
  public:
   explicit MessagePool(const MessagePoolOptions& options = {})
     requires(!std::is_same_v<T, google::protobuf::Message>)
-      : core_(&T::default_instance(), options) {}
+      : core_(&T::default_instance(), options, sizeof(T)) {}
   explicit MessagePool(const T* prototype, const MessagePoolOptions& options = {})
-      : core_(prototype, options) {}
+      : core_(prototype, options,
+              std::is_same_v<T, google::protobuf::Message> ? 0 : sizeof(T)) {}
+  ~MessagePool() { internal::NotifyMessagePoolDestroyed(this); }
+  MessagePool(const MessagePool&) = delete;
+  MessagePool& operator=(const MessagePool&) = delete;
 
   PooledMessage<T> Acquire() { return PooledMessage<T>(&core_, core_.Acquire()); }
   MessagePoolStats Stats() const { return core_.Stats(); }

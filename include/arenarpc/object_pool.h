@@ -50,12 +50,24 @@
 // cache; other threads' caches, at most 512 objects each, keep their blocks
 // alive until they exit or call FlushThreadCache()).
 //
-// Misuse: in debug builds (ARENARPC_DEBUG_CHECKS) a double Delete/Deallocate,
-// or returning an object to another pool than its own (Default() included),
-// aborts with a message (an address that no ObjectPool handed out is
-// undefined behaviour, and so is a wrong pool in release builds). Under
-// AddressSanitizer a free object is poisoned, so a use after Delete is
-// reported, and a double free is caught even in optimised builds.
+// Misuse, by build (debug: ARENARPC_DEBUG_CHECKS, on unless NDEBUG):
+//  - a double Delete/Deallocate: debug builds abort ("freed twice") before
+//    ~T runs again, and so do ASan builds, optimised or not (a free slot is
+//    poisoned); release builds: undefined behaviour (the slot is cached
+//    twice and later handed out twice);
+//  - an object of another pool (Default() included): debug builds abort
+//    ("not from this pool"); release builds: undefined behaviour;
+//  - an address inside a pool's block that is not an object: debug builds
+//    abort ("not the address of an object"); any other address no
+//    ObjectPool handed out is undefined behaviour in every build (the check
+//    reads the would-be block header, which may not be mapped);
+//  - using an object after Delete: undefined behaviour; ASan reports it
+//    (use-after-poison);
+//  - destroying an instance with objects alive: defined, see "Lifetime".
+// Out of memory: New() throws std::bad_alloc (aborts without exceptions),
+// Allocate() returns nullptr. If the heap refuses the few KiB of a magazine,
+// the pool stays consistent: a thread works uncached, and a freed object
+// with no magazine to go to is dropped, counted in Stats().objects_lost.
 #ifndef ARENARPC_OBJECT_POOL_H_
 #define ARENARPC_OBJECT_POOL_H_
 
@@ -93,6 +105,9 @@ struct ObjectPoolStats {
   uint64_t blocks_held = 0;       // blocks mapped now
   uint64_t bytes_held = 0;        // blocks_held * block size
   uint64_t blocks_released = 0;   // unmapped by Trim() since construction
+  // Freed objects the pool had to drop, never to reuse: the heap refused
+  // the few KiB of a magazine to hold them. Not counted in use or cached.
+  uint64_t objects_lost = 0;
 };
 
 template <class T>
@@ -175,6 +190,7 @@ class ObjectPool {
     s.blocks_held = f.blocks;
     s.bytes_held = f.bytes_held;
     s.blocks_released = f.blocks_released;
+    s.objects_lost = f.lost;
     return s;
   }
 

@@ -22,9 +22,17 @@
 // are leaked (asserted in debug builds) since their owner may still use them.
 // `Default()` is never destroyed.
 //
-// Misuse: returning a page twice or to the wrong pool is caught by an
-// assertion in debug builds. Under AddressSanitizer a cached page is
-// poisoned, so touching a page after returning it is reported.
+// Misuse, by build (debug: ARENARPC_DEBUG_CHECKS, on unless NDEBUG):
+//  - a page returned twice: debug and ASan builds abort ("returned twice");
+//    release builds: undefined behaviour (the page is cached twice and
+//    later handed out twice);
+//  - a page of another pool, or memory no pool mapped: debug builds abort
+//    ("not from this pool"); release builds: undefined behaviour (the
+//    memory joins this pool's cache);
+//  - touching a page after returning it: undefined behaviour; under ASan
+//    the cached page is poisoned, so it is reported (use-after-poison);
+//  - destroying a pool with pages still out: debug builds abort ("while
+//    pages are still in use"); release builds leak those pages (defined).
 #ifndef ARENARPC_PAGE_POOL_H_
 #define ARENARPC_PAGE_POOL_H_
 

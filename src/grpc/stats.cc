@@ -89,9 +89,18 @@ void RecordFreeRequest(AllocationMode mode) {
       1, std::memory_order_relaxed);
 }
 
+// A destroyed pool leaves the registry before any of it is gone; readers
+// hold the registry lock while they read a pool, so none reads it after.
+void UnregisterMessagePool(const void* pool) {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::erase_if(r.pools, [pool](const PoolEntry& e) { return e.pool == pool; });
+}
+
 void RegisterMessagePool(std::string name, bool used_by_grpc,
                          MessagePoolStats (*stats)(const void*),
                          const void* pool) {
+  SetMessagePoolDestroyedHook(&UnregisterMessagePool);
   Registry& r = GetRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.pools.push_back({std::move(name), used_by_grpc, stats, pool});
@@ -100,15 +109,13 @@ void RegisterMessagePool(std::string name, bool used_by_grpc,
 }  // namespace internal
 
 std::vector<NamedMessagePoolStats> GetMessagePoolStats() {
-  std::vector<PoolEntry> pools;
-  {
-    Registry& r = GetRegistry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    pools = r.pools;
-  }
+  // Under the lock: a pool being destroyed waits in UnregisterMessagePool
+  // until this read is done (Stats() is cheap: no walk of messages).
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
   std::vector<NamedMessagePoolStats> out;
-  out.reserve(pools.size());
-  for (const PoolEntry& p : pools) {
+  out.reserve(r.pools.size());
+  for (const PoolEntry& p : r.pools) {
     out.push_back({p.name, p.used_by_grpc, p.stats(p.pool)});
   }
   return out;

@@ -19,7 +19,15 @@ constexpr size_t kMinSlotsPerBlock = 16;
 
 size_t RoundUp(size_t n, size_t align) { return (n + align - 1) / align * align; }
 
+// Test-only: magazine allocations still to fail
+// (FailMagazineAllocationsForTest).
+std::atomic<int> magazine_failures{0};
+
 }  // namespace
+
+void FailMagazineAllocationsForTest(int n) {
+  magazine_failures.store(n, std::memory_order_relaxed);
+}
 
 struct FixedPool::BlockHeader {
   uint64_t magic;
@@ -179,8 +187,14 @@ Magazine* FixedPool::NewMagazineLocked(Shard& sh) {
     sh.empty = m->next;
     --sh.empty_count;
   } else {
+    if (__builtin_expect(magazine_failures.load(std::memory_order_relaxed) > 0, 0) &&
+        magazine_failures.fetch_sub(1, std::memory_order_relaxed) > 0) {
+      return nullptr;
+    }
+    // nothrow: a failure must leave the depot and the caches as they were.
     m = static_cast<Magazine*>(::operator new(
-        sizeof(Magazine) + sizeof(void*) * size_t{magazine_size_}));
+        sizeof(Magazine) + sizeof(void*) * size_t{magazine_size_}, std::nothrow));
+    if (m == nullptr) return nullptr;
   }
   m->next = nullptr;
   m->count = 0;
@@ -198,20 +212,28 @@ void FixedPool::FreeMagazineLocked(Shard& sh, Magazine* m) {
 }
 
 void FixedPool::PutItemsLocked(Shard& sh, void* const* items, size_t n) {
-  sh.in_depot += n;
   while (n > 0) {
-    if (sh.partial == nullptr) sh.partial = NewMagazineLocked(sh);
-    if (sh.partial->count == magazine_size_) {
-      sh.partial->next = sh.full;
-      sh.full = sh.partial;
-      sh.partial = NewMagazineLocked(sh);
+    // A full partial moves to the full stack only once its successor
+    // exists: a failed allocation leaves no magazine in two places.
+    if (sh.partial == nullptr || sh.partial->count == magazine_size_) {
+      Magazine* fresh = NewMagazineLocked(sh);
+      if (fresh == nullptr) break;
+      if (sh.partial != nullptr) {
+        sh.partial->next = sh.full;
+        sh.full = sh.partial;
+      }
+      sh.partial = fresh;
     }
     const size_t k = std::min<size_t>(n, magazine_size_ - sh.partial->count);
     std::memcpy(sh.partial->items + sh.partial->count, items, k * sizeof(void*));
     sh.partial->count += static_cast<uint32_t>(k);
+    sh.in_depot += k;
     items += k;
     n -= k;
   }
+  // Out of memory for a magazine: these free slots have nowhere to go and
+  // are never reused (counted; their block is never trimmed).
+  if (n > 0) lost_.fetch_add(n, std::memory_order_relaxed);
 }
 
 Magazine* FixedPool::TakeFullLocked(Shard& sh) {
@@ -244,14 +266,22 @@ Magazine* FixedPool::TakeFullFromAnyShard(ThreadCache* c) {
 
 ThreadCache* FixedPool::Attach(ThreadCache* c) {
   const bool in_tls = c != nullptr;
-  if (!in_tls) c = new ThreadCache;
+  if (!in_tls) c = new (std::nothrow) ThreadCache;
+  if (c == nullptr) return nullptr;  // out of memory: uncached
   c->in_tls = in_tls;
   c->home = next_home_.fetch_add(1, std::memory_order_relaxed) % num_shards_;
   Shard& sh = shards_[c->home];
   {
     std::lock_guard<std::mutex> lock(sh.mu);
-    c->loaded = NewMagazineLocked(sh);
-    c->previous = NewMagazineLocked(sh);
+    Magazine* loaded = NewMagazineLocked(sh);
+    Magazine* previous = loaded != nullptr ? NewMagazineLocked(sh) : nullptr;
+    if (previous == nullptr) {  // out of memory: uncached, retried next time
+      if (loaded != nullptr) FreeMagazineLocked(sh, loaded);
+      if (!in_tls) delete c;
+      return nullptr;
+    }
+    c->loaded = loaded;
+    c->previous = previous;
   }
   c->items = c->loaded->items;
   c->count.store(0, std::memory_order_relaxed);
@@ -367,13 +397,18 @@ void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
     } else {  // both full: the previous one goes to the depot
       Shard& sh = shards_[c->home];
       std::lock_guard<std::mutex> lock(sh.mu);
+      Magazine* fresh = NewMagazineLocked(sh);
+      if (fresh == nullptr) {  // out of memory: p alone to the depot
+        PutItemsLocked(sh, &p, 1);
+        return;
+      }
       c->previous->count = magazine_size_;
       c->previous->next = sh.full;
       sh.full = c->previous;
       sh.in_depot += magazine_size_;
       c->previous = c->loaded;
       c->prev_count.store(n, std::memory_order_relaxed);
-      c->loaded = NewMagazineLocked(sh);
+      c->loaded = fresh;
       n = 0;
     }
     c->items = c->loaded->items;
@@ -486,7 +521,8 @@ FixedPoolStats FixedPool::Stats() const {
   }
   s.cached_in_depot = in_depot;
   s.cached = in_depot + in_threads;
-  s.in_use = carved_ > s.cached ? carved_ - s.cached : 0;
+  s.lost = lost_.load(std::memory_order_relaxed);
+  s.in_use = carved_ > s.cached + s.lost ? carved_ - s.cached - s.lost : 0;
   s.blocks = blocks_.size();
   s.bytes_held = s.blocks * block_size_;
   s.blocks_released = blocks_released_;

@@ -40,7 +40,11 @@
 // (a bidi reactor's OnReadDone and OnWriteDone can run on two threads); a
 // StreamMessage itself is not thread-safe.
 // Lifetime: every StreamMessage must be destroyed before its StreamArena
-// (checked); a message lives until its StreamMessage is destroyed or reset.
+// (checked in every build: the destructor aborts naming the live messages);
+// a message lives until its StreamMessage is destroyed or reset. Using it
+// after that is undefined behaviour; ASan reports it once its generation's
+// arena is back in the pool (the current generation stays live until the
+// next Make()).
 #ifndef ARENARPC_GRPC_STREAM_H_
 #define ARENARPC_GRPC_STREAM_H_
 

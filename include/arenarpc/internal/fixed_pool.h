@@ -60,7 +60,13 @@ struct FixedPoolStats {
   uint64_t blocks = 0;           // blocks mapped now
   uint64_t bytes_held = 0;       // blocks * block_size
   uint64_t blocks_released = 0;  // unmapped by Trim() since start
+  uint64_t lost = 0;  // freed slots dropped: no memory for a magazine
 };
+
+// Test-only: the next `n` magazines the pools would allocate from the heap
+// fail instead, as if the heap were exhausted (0: none). Process-wide; for
+// tests of the out-of-memory paths, never for production use.
+void FailMagazineAllocationsForTest(int n);
 
 // An array of free slot pointers; moves between thread caches and the depot
 // by pointer.
@@ -212,8 +218,10 @@ class FixedPool final : private ThreadSlots::Owner {
   };
 
   // Helpers taking a Shard require its mu.
+  // nullptr if the heap refuses memory; nothing changed then.
   Magazine* NewMagazineLocked(Shard& s);
   void FreeMagazineLocked(Shard& s, Magazine* m);
+  // Items no magazine can be found for (out of memory) are dropped: lost_.
   void PutItemsLocked(Shard& s, void* const* items, size_t n);
   Magazine* TakeFullLocked(Shard& s);  // or nullptr
   Magazine* TakeFullFromAnyShard(ThreadCache* c);  // home first; frees c->previous
@@ -250,6 +258,7 @@ class FixedPool final : private ThreadSlots::Owner {
   std::vector<BlockHeader*> blocks_;  // guarded by mu_
   std::vector<ThreadCache*> caches_;  // live thread caches, guarded by mu_
   uint64_t blocks_released_ = 0;      // guarded by mu_
+  std::atomic<uint64_t> lost_{0};     // free slots dropped, see PutItemsLocked
 };
 
 }  // namespace arenarpc::internal
