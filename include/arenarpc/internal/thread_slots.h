@@ -5,7 +5,8 @@
 //     ~MyPool() { ThreadSlots::Unregister(key_); /* then free every cache */ }
 //     Cache* cache() {
 //       auto* c = static_cast<Cache*>(ThreadSlots::Get(key_));
-//       return c ? c : SlowPath();  // SlowPath: new Cache; ThreadSlots::Set(key_, c)
+//       return c ? c : SlowPath();  // SlowPath: new Cache;
+//       ThreadSlots::Set(key_, c)
 //     }
 //     void OnThreadExit(void* cache) override;  // drain and free the cache
 //   };
@@ -20,10 +21,13 @@
 // Thread safety: Register/Unregister/Set may be called from any thread. Get
 // and Set touch only the calling thread's array.
 // Lifetime: when a thread exits, OnThreadExit(value) is called for each of
-// its live slots whose owner is still registered, under a global lock that
-// also serialises Unregister, so an owner never sees OnThreadExit after
-// Unregister returns. Once a thread has run its exit hook, Get returns nullptr
-// and Set returns false for it: callers must then bypass their cache.
+// its live slots whose owner is still registered. The hook runs with no
+// ThreadSlots lock held (exits of many threads run in parallel, and a hook
+// may make and destroy pools); it pins its owner, and Unregister waits for
+// running hooks, so an owner never sees OnThreadExit after Unregister
+// returns. Unregistering an owner from its own OnThreadExit is an error
+// (checked). Once a thread has run its exit hook, Get returns nullptr and
+// Set returns false for it: callers must then bypass their cache.
 #ifndef ARENARPC_INTERNAL_THREAD_SLOTS_H_
 #define ARENARPC_INTERNAL_THREAD_SLOTS_H_
 
@@ -79,8 +83,9 @@ class ThreadSlots {
   // Trivially destructible and constant-initialised: no TLS wrapper call.
   // initial-exec: a direct %fs-relative load even in -fPIC code, instead of
   // a __tls_get_addr call (arenarpc is linked into programs, not dlopen'ed).
-  __attribute__((tls_model("initial-exec"))) static inline thread_local
-      constinit Array array_{nullptr, 0, false};
+  __attribute__((tls_model(
+      "initial-exec"))) static inline thread_local constinit Array array_{
+      nullptr, 0, false};
 };
 
 }  // namespace arenarpc::internal
