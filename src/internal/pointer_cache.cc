@@ -7,8 +7,7 @@
 namespace arenarpc::internal {
 
 PointerCache::PointerCache(size_t thread_capacity, size_t depot_capacity)
-    : thread_capacity_(
-          static_cast<uint32_t>(std::max<size_t>(1, thread_capacity))),
+    : thread_capacity_(static_cast<uint32_t>(std::max<size_t>(1, thread_capacity))),
       batch_(std::max<size_t>(1, thread_capacity / 2)),
       depot_capacity_(depot_capacity),
       key_(ThreadSlots::Register(this)) {
@@ -170,7 +169,7 @@ size_t PointerCache::ReleaseIdle(std::chrono::nanoseconds idle_for) {
   return items.size();
 }
 
-void PointerCache::DrainDepot() {
+size_t PointerCache::DrainDepot() {
   std::vector<void*> items;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -178,6 +177,7 @@ void PointerCache::DrainDepot() {
     depot_.reserve(std::min<size_t>(depot_capacity_, 1 << 16));
   }
   Destroy(items.data(), items.size());
+  return items.size();
 }
 
 PointerCache::Counts PointerCache::GetCounts() const {

@@ -88,7 +88,7 @@ class PointerCache : private ThreadSlots::Owner {
   }
 
   void FlushThisThread();  // this thread's stack -> depot
-  void DrainDepot();       // Destroy() everything in the depot
+  size_t DrainDepot();     // Destroy()s everything in the depot; how many
   // Destroy()s the items of every thread stack that no Pop/Push changed for
   // at least `idle_for`, as seen by successive calls (a stack counts as
   // idle from the first call that finds it unchanged, or from its
@@ -142,9 +142,9 @@ class PointerCache : private ThreadSlots::Owner {
   const ThreadSlots::Key key_;
 
   mutable std::mutex mu_;
-  std::vector<void*> depot_;     // guarded by mu_
-  std::vector<Stack*> stacks_;   // live thread stacks, guarded by mu_
-  uint64_t retired_hits_ = 0;    // of exited threads, guarded by mu_
+  std::vector<void*> depot_;    // guarded by mu_
+  std::vector<Stack*> stacks_;  // live thread stacks, guarded by mu_
+  uint64_t retired_hits_ = 0;   // of exited threads, guarded by mu_
   uint64_t retired_misses_ = 0;  // guarded by mu_
 };
 

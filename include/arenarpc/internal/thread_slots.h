@@ -5,8 +5,7 @@
 //     ~MyPool() { ThreadSlots::Unregister(key_); /* then free every cache */ }
 //     Cache* cache() {
 //       auto* c = static_cast<Cache*>(ThreadSlots::Get(key_));
-//       return c ? c : SlowPath();  // SlowPath: new Cache;
-//       ThreadSlots::Set(key_, c)
+//       return c ? c : SlowPath();  // SlowPath: new Cache; ThreadSlots::Set(key_, c)
 //     }
 //     void OnThreadExit(void* cache) override;  // drain and free the cache
 //   };
@@ -32,6 +31,8 @@
 #define ARENARPC_INTERNAL_THREAD_SLOTS_H_
 
 #include <cstdint>
+
+#include "arenarpc/internal/tls_model.h"
 
 namespace arenarpc::internal {
 
@@ -81,10 +82,8 @@ class ThreadSlots {
   friend struct ThreadExitHook;
 
   // Trivially destructible and constant-initialised: no TLS wrapper call.
-  // initial-exec: a direct %fs-relative load even in -fPIC code, instead of
-  // a __tls_get_addr call (arenarpc is linked into programs, not dlopen'ed).
-  __attribute__((tls_model(
-      "initial-exec"))) static inline thread_local constinit Array array_{
+  // The TLS model: see tls_model.h (dlopen'ed libraries must work).
+  ARENARPC_TLS_MODEL static inline thread_local constinit Array array_{
       nullptr, 0, false};
 };
 
