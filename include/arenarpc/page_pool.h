@@ -106,14 +106,14 @@ class PagePool final {
 
   // Unmaps the pages cached by every thread whose cache no Allocate or
   // Deallocate of that thread touched for at least `idle_for`, and returns
-  // the bytes unmapped. Idleness is observed across calls: a cache counts as
-  // idle from its creation or from the last call that saw it change, so call
-  // this periodically (e.g. from a timer every `idle_for`); a cache unused
-  // since time t is released by the first call at or after t + idle_for
-  // plus one period at most. `idle_for` of zero releases every thread cache
-  // not in use at this instant (memory pressure). The threads keep working:
-  // an emptied cache refills from the depot or the OS on its next
-  // Allocate. The depot is not touched (see Trim()).
+  // the bytes unmapped. Idleness is observed across calls (the fast path
+  // keeps no clock): a cache counts as idle from the first call that finds
+  // it unchanged, so call this periodically (e.g. every idle_for / 2); a
+  // cache last used at time t is released within t + idle_for + two call
+  // periods (bench/idle_caches_bench.cc). `idle_for` of zero releases every
+  // thread cache not in use at this instant (memory pressure). The threads
+  // keep working: an emptied cache refills from the depot or the OS on its
+  // next Allocate. The depot is not touched (see Trim()).
   // Thread safety: may be called from any thread, concurrently with
   // everything else; it never waits for another thread's Allocate or
   // Deallocate (a cache in use at that instant is skipped).

@@ -91,8 +91,8 @@ class PointerCache : private ThreadSlots::Owner {
   size_t DrainDepot();     // Destroy()s everything in the depot; how many
   // Destroy()s the items of every thread stack that no Pop/Push changed for
   // at least `idle_for`, as seen by successive calls (a stack counts as
-  // idle from the first call that finds it unchanged, or from its
-  // creation). Zero: every stack not in use at this instant. Returns the
+  // idle from the first call that finds it unchanged). Zero: every stack
+  // not in use at this instant. Returns the
   // number of items destroyed. The threads keep working: an emptied stack
   // refills on its next Pop.
   size_t ReleaseIdle(std::chrono::nanoseconds idle_for);
