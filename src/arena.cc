@@ -210,6 +210,12 @@ ArenaStats GetArenaStats() {
   return s;
 }
 
+size_t ReleaseIdleArenas(std::chrono::milliseconds idle_for) {
+  size_t n = Cache().ReleaseIdle(idle_for);
+  if (idle_for.count() == 0) n += Cache().DrainDepot();
+  return n;
+}
+
 namespace internal {
 
 google::protobuf::Arena* AcquireArena() {

@@ -159,6 +159,10 @@ void PagePool::FlushThreadCache() { source_->FlushThisThread(); }
 
 void PagePool::Trim() { source_->DrainDepot(); }
 
+size_t PagePool::ReleaseIdleCaches(std::chrono::milliseconds idle_for) {
+  return source_->ReleaseIdle(idle_for) * options_.page_size;
+}
+
 PagePoolStats PagePool::Stats() const {
   const internal::PointerCache::Counts c = source_->GetCounts();
   PagePoolStats s;

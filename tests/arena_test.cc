@@ -3,8 +3,11 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory_resource>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "arenarpc/internal/check.h"
@@ -99,6 +102,23 @@ TEST(ArenaTest, ArenasAreReused) {
   const ArenaStats after = GetArenaStats();
   EXPECT_EQ(after.arenas_created, before.arenas_created);
   EXPECT_EQ(after.arenas_acquired - before.arenas_acquired, 2u);
+}
+
+TEST(ArenaTest, ReleaseIdleArenasDropsASleepingThreadsArenas) {
+  std::atomic<int> phase{0};
+  std::thread worker([&] {
+    { ScopedArena a, b; }  // two idle arenas cached by this thread
+    phase = 1;
+    while (phase != 2) std::this_thread::yield();
+    ScopedArena c;  // still works afterwards
+    c.Create<test::Node>()->set_name("after");
+  });
+  while (phase != 1) std::this_thread::yield();
+  ASSERT_GE(GetArenaStats().arenas_idle, 2u);
+  EXPECT_GE(ReleaseIdleArenas(std::chrono::milliseconds(0)), 2u);
+  EXPECT_EQ(GetArenaStats().arenas_idle, 0u);
+  phase = 2;
+  worker.join();
 }
 
 TEST(ArenaTest, DestructorsOfNonMessagesRun) {

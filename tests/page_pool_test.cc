@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
@@ -100,6 +103,67 @@ TEST(PagePoolTest, ThreadExitReturnsItsPages) {
   EXPECT_GE(s.pages_in_depot, 2u);
   // The counters of the exited thread are kept.
   EXPECT_EQ(s.cache_hits + s.cache_misses, 3u);
+}
+
+TEST(PagePoolTest, ReleaseIdleCachesUnmapsTheCacheOfASleepingThread) {
+  PagePoolOptions o = SmallPool();
+  o.depot_capacity_bytes = 0;  // nothing parked outside thread caches
+  o.thread_cache_pages = 8;
+  PagePool pool(o);
+  std::mutex mu;
+  std::condition_variable cv;
+  int phase = 0;  // 1: the worker filled its cache; 2: wake up
+  std::thread worker([&] {
+    std::vector<void*> pages;
+    for (int i = 0; i < 8; ++i) pages.push_back(pool.Allocate());
+    for (void* p : pages) pool.Deallocate(p);
+    std::unique_lock<std::mutex> lock(mu);
+    phase = 1;
+    cv.notify_all();
+    cv.wait(lock, [&] { return phase == 2; });
+    lock.unlock();
+    // Still works after its cache was taken from under it.
+    pages.clear();
+    for (int i = 0; i < 10; ++i) {
+      auto* p = static_cast<char*>(pool.Allocate());
+      ASSERT_NE(p, nullptr);
+      std::memset(p, i, pool.page_size());
+      pages.push_back(p);
+    }
+    for (void* p : pages) pool.Deallocate(p);
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return phase == 1; });
+  }
+  // This thread's own cache stays busy: used between the calls.
+  pool.Deallocate(pool.Allocate());
+  const uint64_t mine = pool.Stats().pages_cached - 8;  // a refill batch
+  ASSERT_GT(mine, 0u);
+  const size_t held = pool.Stats().bytes_held();
+  // First sight of the worker's full cache: not idle for 50 ms yet.
+  EXPECT_EQ(pool.ReleaseIdleCaches(std::chrono::milliseconds(50)), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  pool.Deallocate(pool.Allocate());
+  const size_t released = pool.ReleaseIdleCaches(std::chrono::milliseconds(50));
+  EXPECT_EQ(released, 8 * pool.page_size());
+  PagePoolStats s = pool.Stats();
+  EXPECT_EQ(s.pages_cached, mine);  // this thread's, used meanwhile
+  EXPECT_EQ(s.bytes_held(), held - released);
+  EXPECT_EQ(s.os_pages_released, 8u);
+  // Zero: every cache not in use now, this thread's too.
+  EXPECT_EQ(pool.ReleaseIdleCaches(std::chrono::milliseconds(0)),
+            mine * pool.page_size());
+  EXPECT_EQ(pool.Stats().bytes_held(), 0u);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    phase = 2;
+  }
+  cv.notify_all();
+  worker.join();
+  s = pool.Stats();
+  EXPECT_EQ(s.pages_in_use, 0u);
+  pool.Deallocate(pool.Allocate());  // and this thread still works
 }
 
 TEST(PagePoolTest, TrimReturnsTheDepotToTheOs) {

@@ -43,6 +43,7 @@
 #include <google/protobuf/arena.h>
 #include <google/protobuf/message_lite.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -95,6 +96,15 @@ struct ArenaStats {
   uint64_t bytes_from_heap = 0;     // their total size
 };
 ArenaStats GetArenaStats();
+
+// Destroys the pooled idle arenas (each keeps one page) of every thread
+// whose arena cache went unused for `idle_for` (observed across calls, as
+// PagePool::ReleaseIdleCaches), and with `idle_for` of zero also the shared
+// list's. Returns how many arenas were destroyed. Their pages go back to
+// PagePool::Default() through the calling thread's cache; follow with
+// PagePool::Default().FlushThreadCache() and Trim() (or ReleaseIdleCaches)
+// to unmap them. Thread-safe; never waits for another thread's arena use.
+size_t ReleaseIdleArenas(std::chrono::milliseconds idle_for);
 
 namespace internal {
 google::protobuf::Arena* AcquireArena();

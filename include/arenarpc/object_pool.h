@@ -77,6 +77,7 @@
 #include <utility>
 
 #include "arenarpc/internal/fixed_pool.h"
+#include "arenarpc/internal/tls_model.h"
 
 namespace arenarpc {
 
@@ -224,12 +225,11 @@ class ObjectPool {
   internal::FixedPool pool_;
 
   // Default()'s cache for this thread. Constant-initialised and trivially
-  // destructible: no TLS guard or wrapper call; initial-exec: a direct
-  // %fs-relative access even in -fPIC code (arenarpc is linked into
-  // programs, not dlopen'ed). The pool attaches magazines on first use and
+  // destructible: no TLS guard or wrapper call. The TLS model: see
+  // internal/tls_model.h. The pool attaches magazines on first use and
   // takes them back at thread exit (ThreadSlots' exit hook).
-  __attribute__((tls_model("initial-exec"))) static inline thread_local
-      constinit internal::ThreadCache default_cache_;
+  ARENARPC_TLS_MODEL static inline thread_local constinit internal::ThreadCache
+      default_cache_;
 };
 
 namespace internal {

@@ -17,6 +17,12 @@
 //
 // Thread safety: every member function may be called concurrently from any
 // thread. A page may be returned by a thread other than the one that took it.
+// Idle threads: a thread's cache keeps up to `thread_cache_pages` pages
+// while the thread lives; ReleaseIdleCaches() unmaps the pages of caches
+// their threads have not used for a while (idle workers of a thread pool).
+// A cache's `busy` flag (one uncontended atomic exchange per Allocate or
+// Deallocate) is what lets another thread empty it safely.
+//
 // Lifetime: a thread that exits hands its cached pages to the depot. The
 // destructor unmaps every cached page; pages still handed out at that time
 // are leaked (asserted in debug builds) since their owner may still use them.
@@ -37,6 +43,7 @@
 #define ARENARPC_PAGE_POOL_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -104,6 +111,21 @@ class PagePool final {
   void FlushThreadCache();
   // Unmaps every page in the depot.
   void Trim();
+
+  // Unmaps the pages cached by every thread whose cache no Allocate or
+  // Deallocate of that thread touched for at least `idle_for`, and returns
+  // the bytes unmapped. Idleness is observed across calls (the fast path
+  // keeps no clock): a cache counts as idle from the first call that finds
+  // it unchanged, so call this periodically (e.g. every idle_for / 2); a
+  // cache last used at time t is released within t + idle_for + two call
+  // periods (bench/idle_caches_bench.cc). `idle_for` of zero releases every
+  // thread cache not in use at this instant (memory pressure). The threads
+  // keep working: an emptied cache refills from the depot or the OS on its
+  // next Allocate. The depot is not touched (see Trim()).
+  // Thread safety: may be called from any thread, concurrently with
+  // everything else; it never waits for another thread's Allocate or
+  // Deallocate (a cache in use at that instant is skipped).
+  size_t ReleaseIdleCaches(std::chrono::milliseconds idle_for);
 
  private:
   class Source;  // maps and unmaps pages for the cache

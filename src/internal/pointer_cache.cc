@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace arenarpc::internal {
 
@@ -32,6 +33,10 @@ void PointerCache::Shutdown() {
   Destroy(items.data(), items.size());
 }
 
+void PointerCache::Stack::Lock() {
+  while (!TryLock()) std::this_thread::yield();
+}
+
 PointerCache::Stack* PointerCache::StackForThisThread() {
   auto* s = new Stack(thread_capacity_);
   if (!ThreadSlots::Set(key_, s)) {  // the thread is exiting: go uncached
@@ -39,6 +44,7 @@ PointerCache::Stack* PointerCache::StackForThisThread() {
     return nullptr;
   }
   std::lock_guard<std::mutex> lock(mu_);
+  s->unchanged_since = std::chrono::steady_clock::now();
   stacks_.push_back(s);
   return s;
 }
@@ -57,18 +63,25 @@ void* PointerCache::PopSlow(Stack* s) {
     void* item = nullptr;
     return Make(&item, 1) == 1 ? item : nullptr;
   }
-  Bump(s->misses);
-  size_t n;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    n = std::min(batch_, depot_.size());
-    std::copy(depot_.end() - n, depot_.end(), s->items);
-    depot_.resize(depot_.size() - n);
+  s->Lock();  // lock order: a stack's busy, then mu_
+  size_t n = s->count.load(std::memory_order_relaxed);
+  if (n > 0) {  // Pop() found the stack busy (ReleaseIdle), not empty
+    Bump(s->hits);
+  } else {
+    Bump(s->misses);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      n = std::min(batch_, depot_.size());
+      std::copy(depot_.end() - n, depot_.end(), s->items);
+      depot_.resize(depot_.size() - n);
+    }
+    if (n == 0) n = Make(s->items, batch_);
   }
-  if (n == 0) n = Make(s->items, batch_);
-  if (n == 0) return nullptr;
-  s->count.store(static_cast<uint32_t>(n - 1), std::memory_order_relaxed);
-  return s->items[n - 1];
+  void* item = n > 0 ? s->items[n - 1] : nullptr;
+  if (n > 0)
+    s->count.store(static_cast<uint32_t>(n - 1), std::memory_order_relaxed);
+  s->Unlock();
+  return item;
 }
 
 void PointerCache::PushSlow(Stack* s, void* item) {
@@ -77,6 +90,7 @@ void PointerCache::PushSlow(Stack* s, void* item) {
     ToDepot(&item, 1);
     return;
   }
+  s->Lock();
   uint32_t n = s->count.load(std::memory_order_relaxed);
   if (n == thread_capacity_) {
     // Full: the bottom (coldest) batch goes to the depot, the rest shifts
@@ -87,6 +101,7 @@ void PointerCache::PushSlow(Stack* s, void* item) {
   }
   s->items[n] = item;
   s->count.store(n + 1, std::memory_order_relaxed);
+  s->Unlock();
 }
 
 void PointerCache::ToDepot(void* const* items, size_t n) {
@@ -116,11 +131,45 @@ void PointerCache::OnThreadExit(void* stack) {
 void PointerCache::FlushThisThread() {
   auto* s = static_cast<Stack*>(ThreadSlots::Get(key_));
   if (s == nullptr) return;
+  s->Lock();
   ToDepot(s->items, s->count.load(std::memory_order_relaxed));
   s->count.store(0, std::memory_order_relaxed);
+  s->Unlock();
 }
 
-void PointerCache::DrainDepot() {
+size_t PointerCache::ReleaseIdle(std::chrono::nanoseconds idle_for) {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<void*> items;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Stack* s : stacks_) {
+      const uint64_t hits = s->hits.load(std::memory_order_relaxed);
+      const uint64_t misses = s->misses.load(std::memory_order_relaxed);
+      const uint32_t count = s->count.load(std::memory_order_relaxed);
+      // Every Pop changes hits or misses; every Push changes count.
+      if (hits != s->seen_hits || misses != s->seen_misses ||
+          count != s->seen_count) {
+        s->seen_hits = hits;
+        s->seen_misses = misses;
+        s->seen_count = count;
+        s->unchanged_since = now;
+      }
+      if (count == 0 || now - s->unchanged_since < idle_for) continue;
+      // In use right now: not idle. Never wait on a thread here (we hold
+      // mu_, which its slow path may be waiting for).
+      if (!s->TryLock()) continue;
+      const uint32_t n = s->count.load(std::memory_order_relaxed);
+      items.insert(items.end(), s->items, s->items + n);
+      s->count.store(0, std::memory_order_relaxed);
+      s->seen_count = 0;
+      s->Unlock();
+    }
+  }
+  Destroy(items.data(), items.size());
+  return items.size();
+}
+
+size_t PointerCache::DrainDepot() {
   std::vector<void*> items;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -128,6 +177,7 @@ void PointerCache::DrainDepot() {
     depot_.reserve(std::min<size_t>(depot_capacity_, 1 << 16));
   }
   Destroy(items.data(), items.size());
+  return items.size();
 }
 
 PointerCache::Counts PointerCache::GetCounts() const {

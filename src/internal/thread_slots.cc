@@ -1,21 +1,26 @@
 #include "arenarpc/internal/thread_slots.h"
 
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
+#include "arenarpc/internal/check.h"
+
 namespace arenarpc::internal {
 namespace {
 
 struct Registered {
-  ThreadSlots::Owner* owner = nullptr;
-  uint64_t generation = 0;  // 0: free index
+  ThreadSlots::Owner* owner = nullptr;  // nullptr while being unregistered
+  uint64_t generation = 0;              // 0: free index
+  uint32_t running = 0;  // exit hooks now calling owner->OnThreadExit
 };
 
 // Leaked on purpose: threads may exit after static destructors ran.
 struct Registry {
   std::mutex mu;
+  std::condition_variable hooks_done;  // some `running` dropped to 0
   std::vector<Registered> entries;
   std::vector<uint32_t> free_indices;
   uint64_t next_generation = 1;
@@ -25,6 +30,10 @@ Registry& GetRegistry() {
   static Registry* r = new Registry;
   return *r;
 }
+
+// The key whose OnThreadExit this thread is running (generation 0: none),
+// to turn an Unregister from inside it into an error instead of a deadlock.
+thread_local constinit uint64_t running_generation = 0;
 
 }  // namespace
 
@@ -47,18 +56,28 @@ ThreadSlots::Key ThreadSlots::Register(Owner* owner) {
     r.entries.emplace_back();
   }
   const uint64_t generation = r.next_generation++;
-  r.entries[index] = {owner, generation};
+  r.entries[index] = {owner, generation, 0};
   return {index, generation};
 }
 
 void ThreadSlots::Unregister(Key key) {
+  ARENARPC_CHECK(key.generation == 0 || key.generation != running_generation,
+                 "ThreadSlots: an owner unregistered from its own "
+                 "OnThreadExit (a pool destroyed by its own thread-exit "
+                 "cleanup)");
   Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  if (key.index < r.entries.size() &&
-      r.entries[key.index].generation == key.generation) {
-    r.entries[key.index] = {};
-    r.free_indices.push_back(key.index);
+  std::unique_lock<std::mutex> lock(r.mu);
+  if (key.index >= r.entries.size() ||
+      r.entries[key.index].generation != key.generation ||
+      r.entries[key.index].owner == nullptr) {
+    return;
   }
+  // No new hook starts for this owner; wait for the running ones, which
+  // hold no lock while they run.
+  r.entries[key.index].owner = nullptr;
+  r.hooks_done.wait(lock, [&] { return r.entries[key.index].running == 0; });
+  r.entries[key.index] = {};
+  r.free_indices.push_back(key.index);
 }
 
 bool ThreadSlots::Set(Key key, void* value) {
@@ -89,10 +108,24 @@ void ThreadSlots::RunExitHooks() {
   Registry& r = GetRegistry();
   for (uint32_t i = 0; i < size; ++i) {
     if (slots[i].value == nullptr) continue;
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (i < r.entries.size() && r.entries[i].generation == slots[i].generation) {
-      r.entries[i].owner->OnThreadExit(slots[i].value);
+    Owner* owner = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      Registered& e = r.entries[i];  // i < entries.size(): Set saw its key
+      if (e.generation == slots[i].generation && e.owner != nullptr) {
+        owner = e.owner;
+        ++e.running;  // pins the owner: Unregister waits for it
+      }
     }
+    if (owner == nullptr) continue;
+    // Outside the lock: the cleanup may unmap, run destructors, or make and
+    // destroy other pools, and other threads' exits run in parallel.
+    running_generation = slots[i].generation;
+    owner->OnThreadExit(slots[i].value);
+    running_generation = 0;
+    std::lock_guard<std::mutex> lock(r.mu);
+    Registered& e = r.entries[i];
+    if (--e.running == 0 && e.owner == nullptr) r.hooks_done.notify_all();
   }
   std::free(slots);
 }

@@ -45,6 +45,7 @@
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/thread_cache.h"
 #include "arenarpc/internal/thread_slots.h"
+#include "arenarpc/internal/tls_model.h"
 
 namespace arenarpc {
 struct ObjectPoolOptions;  // documented in arenarpc/object_pool.h
@@ -153,8 +154,8 @@ class FixedPool final : private ThreadSlots::Owner {
     void* cache;
   };
   static constexpr LastUsed kNone{~uint64_t{0}, nullptr};
-  __attribute__((tls_model("initial-exec"))) static inline thread_local
-      constinit LastUsed last_used_ = kNone;
+  ARENARPC_TLS_MODEL static inline thread_local constinit LastUsed last_used_ =
+      kNone;
 
   ThreadCache* GetCache() const {
     const LastUsed& l = last_used_;

@@ -15,17 +15,23 @@
 // stack refills with a batch (half a stack) from the depot or from Make(); a
 // full one sends its colder half to the depot; the depot keeps at most
 // `depot_capacity` items and Destroy()s the rest. An exiting thread's stack
-// goes to the depot.
+// goes to the depot. ReleaseIdle() takes the items of stacks whose thread
+// has not used them for a while (a thread pool's idle workers) and
+// Destroy()s them.
 //
-// Thread safety: Pop/Push/FlushThisThread/DrainDepot/GetCounts may be called
-// concurrently from any thread; an item may be pushed by another thread than
-// the one that popped it. Make/Destroy are called without internal locks.
+// Thread safety: Pop/Push/FlushThisThread/DrainDepot/ReleaseIdle/GetCounts
+// may be called concurrently from any thread; an item may be pushed by
+// another thread than the one that popped it. Make/Destroy are called
+// without internal locks. A stack is written by its thread under the
+// stack's `busy` flag (an uncontended exchange: ReleaseIdle only ever
+// try-locks it), so another thread can empty it safely.
 // Lifetime: a subclass must call Shutdown() in its destructor (Destroy is
 // virtual and cannot run from the base destructor).
 #ifndef ARENARPC_INTERNAL_POINTER_CACHE_H_
 #define ARENARPC_INTERNAL_POINTER_CACHE_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -52,32 +58,44 @@ class PointerCache : private ThreadSlots::Owner {
   // An item, or nullptr if Make() produced none.
   void* Pop() {
     Stack* s = static_cast<Stack*>(ThreadSlots::Get(key_));
-    if (__builtin_expect(s != nullptr, 1)) {
+    if (__builtin_expect(s != nullptr, 1) && s->TryLock()) {
       const uint32_t n = s->count.load(std::memory_order_relaxed);
       if (__builtin_expect(n > 0, 1)) {
         s->count.store(n - 1, std::memory_order_relaxed);
         Bump(s->hits);
-        return s->items[n - 1];
+        void* item = s->items[n - 1];
+        s->Unlock();
+        return item;
       }
+      s->Unlock();
     }
     return PopSlow(s);
   }
 
   void Push(void* item) {
     Stack* s = static_cast<Stack*>(ThreadSlots::Get(key_));
-    if (__builtin_expect(s != nullptr, 1)) {
+    if (__builtin_expect(s != nullptr, 1) && s->TryLock()) {
       const uint32_t n = s->count.load(std::memory_order_relaxed);
       if (__builtin_expect(n < thread_capacity_, 1)) {
         s->items[n] = item;
         s->count.store(n + 1, std::memory_order_relaxed);
+        s->Unlock();
         return;
       }
+      s->Unlock();
     }
     PushSlow(s, item);
   }
 
   void FlushThisThread();  // this thread's stack -> depot
-  void DrainDepot();       // Destroy() everything in the depot
+  size_t DrainDepot();     // Destroy()s everything in the depot; how many
+  // Destroy()s the items of every thread stack that no Pop/Push changed for
+  // at least `idle_for`, as seen by successive calls (a stack counts as
+  // idle from the first call that finds it unchanged). Zero: every stack
+  // not in use at this instant. Returns the
+  // number of items destroyed. The threads keep working: an emptied stack
+  // refills on its next Pop.
+  size_t ReleaseIdle(std::chrono::nanoseconds idle_for);
   Counts GetCounts() const;
 
  protected:
@@ -93,10 +111,20 @@ class PointerCache : private ThreadSlots::Owner {
   struct Stack {
     explicit Stack(size_t capacity) : items(new void*[capacity]) {}
     ~Stack() { delete[] items; }
+    bool TryLock() { return !busy.exchange(true, std::memory_order_acquire); }
+    void Lock();  // spins: ReleaseIdle holds it for a copy of `count` items
+    void Unlock() { busy.store(false, std::memory_order_release); }
+
+    std::atomic<bool> busy{false};  // guards count and items
     std::atomic<uint32_t> count{0};
     std::atomic<uint64_t> hits{0};
     std::atomic<uint64_t> misses{0};
     void** const items;  // items[count - 1] is the hottest
+    // ReleaseIdle's view of the stack, guarded by the cache's mu_.
+    uint64_t seen_hits = 0;
+    uint64_t seen_misses = 0;
+    uint32_t seen_count = 0;
+    std::chrono::steady_clock::time_point unchanged_since;
   };
 
   static void Bump(std::atomic<uint64_t>& c) {

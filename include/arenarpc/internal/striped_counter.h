@@ -12,6 +12,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "arenarpc/internal/tls_model.h"
+
 namespace arenarpc::internal {
 
 class StripedCounter {
@@ -37,8 +39,7 @@ class StripedCounter {
     }
     return stripe_;
   }
-  __attribute__((tls_model("initial-exec"))) static inline thread_local
-      constinit int stripe_ = -1;
+  ARENARPC_TLS_MODEL static inline thread_local constinit int stripe_ = -1;
 
   Cell cells_[kStripes];
 };

@@ -20,14 +20,19 @@
 // Thread safety: Register/Unregister/Set may be called from any thread. Get
 // and Set touch only the calling thread's array.
 // Lifetime: when a thread exits, OnThreadExit(value) is called for each of
-// its live slots whose owner is still registered, under a global lock that
-// also serialises Unregister, so an owner never sees OnThreadExit after
-// Unregister returns. Once a thread has run its exit hook, Get returns nullptr
-// and Set returns false for it: callers must then bypass their cache.
+// its live slots whose owner is still registered. The hook runs with no
+// ThreadSlots lock held (exits of many threads run in parallel, and a hook
+// may make and destroy pools); it pins its owner, and Unregister waits for
+// running hooks, so an owner never sees OnThreadExit after Unregister
+// returns. Unregistering an owner from its own OnThreadExit is an error
+// (checked). Once a thread has run its exit hook, Get returns nullptr and
+// Set returns false for it: callers must then bypass their cache.
 #ifndef ARENARPC_INTERNAL_THREAD_SLOTS_H_
 #define ARENARPC_INTERNAL_THREAD_SLOTS_H_
 
 #include <cstdint>
+
+#include "arenarpc/internal/tls_model.h"
 
 namespace arenarpc::internal {
 
@@ -77,10 +82,9 @@ class ThreadSlots {
   friend struct ThreadExitHook;
 
   // Trivially destructible and constant-initialised: no TLS wrapper call.
-  // initial-exec: a direct %fs-relative load even in -fPIC code, instead of
-  // a __tls_get_addr call (arenarpc is linked into programs, not dlopen'ed).
-  __attribute__((tls_model("initial-exec"))) static inline thread_local
-      constinit Array array_{nullptr, 0, false};
+  // The TLS model: see tls_model.h (dlopen'ed libraries must work).
+  ARENARPC_TLS_MODEL static inline thread_local constinit Array array_{
+      nullptr, 0, false};
 };
 
 }  // namespace arenarpc::internal
