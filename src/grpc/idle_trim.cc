@@ -76,6 +76,8 @@ class Trimmer {
       pools = pools_;
     }
     for (auto& [trim, pool] : pools) trim(pool);
+    // The pools' instances freed their pages on this thread: into its cache.
+    PagePool::Default().FlushThreadCache();
     PagePool::Default().Trim();
     // TODO(issue14 merge): PagePool::Default().ReleaseIdleCaches(...) here,
     // to also release pages held by idle threads' caches.
@@ -84,9 +86,11 @@ class Trimmer {
   void Run() {
     // Below the server's threads: trimming must not delay calls.
     setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
-    uint64_t last = Allocated();
+    // From 0, not from Allocated(): at nice 19 this thread may first run
+    // only after the calls it should trim after.
+    uint64_t last = 0;
     Clock::time_point last_change = Clock::now();
-    bool trimmed = true;  // nothing to give back before the first call
+    bool trimmed = false;
     for (;;) {
       int idle_ms;
       {
