@@ -66,6 +66,12 @@
 //   options.shadow.capture_dir = "/var/tmp/myservice-samples";
 //   arenarpc::echo::InstallEchoServiceAllocators(&service, options);
 //
+// Memory after a burst (IdleTrimOptions, ServerOptions::max_pooled_bytes
+// below; docs/RELIABILITY.md section 1):
+//
+//   options.idle_trim.idle_ms = 1000;         // give memory back when idle
+//   options.max_pooled_bytes = size_t{128} << 20;  // then heap messages
+//
 // FreeRequest() in each mode: heap destroys the request, arena releases the
 // request's arena, reuse returns the request to its pool. The handler must
 // not touch the request afterwards (gRPC's own default holder ignores
