@@ -11,6 +11,12 @@
 //   arenarpc_echo_server --mode=heap --shadow_sample_one_in=100 \
 //       --capture_dir=/tmp/echo-samples
 //
+// Overload and idle memory (docs/RELIABILITY.md): at most
+// --max_concurrent_streams calls per connection, gRPC's buffers under
+// --resource_quota_mb, pooled memory under --max_pooled_mb (then heap
+// messages), and after --idle_trim_ms without calls the pools and the heap
+// give memory back.
+//
 // Server reflection and the standard health service are on, so grpcurl and
 // ghz work without the .proto. SIGTERM or SIGINT shuts the server down
 // (calls in flight get --shutdown_grace_ms to finish), prints the stats in
@@ -18,6 +24,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -43,6 +50,16 @@ ABSL_FLAG(int, shadow_sample_one_in, 0,
           "shadow measurement: measure 1 call in N in the other modes (0: off)");
 ABSL_FLAG(std::string, capture_dir, "",
           "shadow measurement: write sampled requests here, for arenarpc_advise");
+ABSL_FLAG(int, idle_trim_ms, 1000,
+          "give pooled and heap memory back after this long without calls "
+          "(0: never)");
+ABSL_FLAG(int, max_pooled_mb, 128,
+          "cap on pooled memory: above it calls get heap messages (0: none)");
+ABSL_FLAG(int, max_concurrent_streams, 32,
+          "calls in flight per connection; more wait in the client (0: gRPC's "
+          "default, unlimited)");
+ABSL_FLAG(int, resource_quota_mb, 256,
+          "gRPC's memory quota for its buffers (0: unlimited)");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, time given to calls in flight");
 ABSL_FLAG(bool, print_stats, true,
@@ -73,6 +90,9 @@ int main(int argc, char** argv) {
     arenarpc::ServerOptions options(*mode);
     options.shadow.sample_one_in = absl::GetFlag(FLAGS_shadow_sample_one_in);
     options.shadow.capture_dir = absl::GetFlag(FLAGS_capture_dir);
+    options.idle_trim.idle_ms = absl::GetFlag(FLAGS_idle_trim_ms);
+    options.max_pooled_bytes =
+        static_cast<uint64_t>(absl::GetFlag(FLAGS_max_pooled_mb)) << 20;
     arenarpc::echo::InstallEchoServiceAllocators(&service, options);  // one line
   }
 
@@ -84,6 +104,18 @@ int main(int argc, char** argv) {
       absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port)),
       grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_bytes));
+  // Overload (docs/RELIABILITY.md): a bounded number of calls per
+  // connection, and a bound on gRPC's own buffers.
+  if (absl::GetFlag(FLAGS_max_concurrent_streams) > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                               absl::GetFlag(FLAGS_max_concurrent_streams));
+  }
+  if (absl::GetFlag(FLAGS_resource_quota_mb) > 0) {
+    grpc::ResourceQuota quota("arenarpc_echo_server");
+    quota.Resize(static_cast<size_t>(absl::GetFlag(FLAGS_resource_quota_mb))
+                 << 20);
+    builder.SetResourceQuota(quota);
+  }
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

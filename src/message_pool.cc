@@ -254,6 +254,8 @@ void MessagePoolCore::Observe(size_t size) {
   }
 }
 
+void MessagePoolCore::Trim() { cache_->DrainDepot(); }
+
 MessagePoolStats MessagePoolCore::Stats() const {
   const PointerCache::Counts c = cache_->GetCounts();
   MessagePoolStats s;

@@ -162,6 +162,7 @@ class MessagePoolCore {
   void Return(Entry* entry, size_t size_hint);
   static google::protobuf::Message* MessageOf(Entry* entry);
   MessagePoolStats Stats() const;
+  void Trim();
   const std::string& reuse_limit() const { return reuse_limit_; }
 
  private:
@@ -312,6 +313,11 @@ class MessagePool {
 
   PooledMessage<T> Acquire() { return PooledMessage<T>(&core_, core_.Acquire()); }
   MessagePoolStats Stats() const { return core_.Stats(); }
+  // Destroys the idle instances in the shared depot (up to idle_max of
+  // them), keeping those cached by threads (idle_per_thread each): after a
+  // burst, what the burst sized goes back. The gRPC adapters' idle trimming
+  // calls it on the shared pools.
+  void Trim() { core_.Trim(); }
   // Why reuse cannot keep all of T on this protobuf version ("" if it
   // can): the first field whose content Clear() drops, as a path. Unless
   // reuse_lossy_types is set, a pool of such a type serves fresh arenas.

@@ -146,6 +146,9 @@ GrpcStats GetGrpcStats() {
     s.reuse_evictions += p.stats.evicted_by_guard + p.stats.dropped_idle;
     s.reuse_in_use += p.stats.in_use;
   }
+  s.over_cap_heap_calls = internal::OverCapHeapCalls();
+  s.over_cap_trims = internal::CapTrims();
+  s.idle_trims = internal::IdleTrims();
   for (MeasuredMethodStats& m : GetMeasuredMethodStats()) {
     (m.automatic ? s.auto_methods : s.shadow_methods).push_back(std::move(m));
   }
@@ -393,6 +396,22 @@ std::string RenderPrometheusStats() {
   w.One("arenarpc_grpc_reuse_evictions_total", "counter",
         "Reuse-mode instances destroyed by the growth guard or idle bound.",
         gs.reuse_evictions);
+  // ServerOptions::max_pooled_bytes and idle_trim at work.
+  const struct {
+    const char* name;
+    const char* help;
+    uint64_t value;
+  } trim_counters[] = {
+      {"arenarpc_grpc_over_cap_heap_calls_total",
+       "Calls given heap messages: pooled memory over max_pooled_bytes.",
+       gs.over_cap_heap_calls},
+      {"arenarpc_grpc_over_cap_trims_total",
+       "Depot trims done because pooled memory was over max_pooled_bytes.",
+       gs.over_cap_trims},
+      {"arenarpc_grpc_idle_trims_total",
+       "Trims done after the server was idle for idle_trim.idle_ms.",
+       gs.idle_trims}};
+  for (const auto& c : trim_counters) w.One(c.name, "counter", c.help, c.value);
   if (!gs.auto_methods.empty() || !gs.shadow_methods.empty()) {
     w.Family("arenarpc_grpc_measuring_cpu_seconds_total", "counter",
              "CPU spent measuring (kAuto, shadow): the measuring thread, and call "

@@ -66,6 +66,12 @@
 //   options.shadow.capture_dir = "/var/tmp/myservice-samples";
 //   arenarpc::echo::InstallEchoServiceAllocators(&service, options);
 //
+// Memory after a burst (IdleTrimOptions, ServerOptions::max_pooled_bytes
+// below; docs/RELIABILITY.md section 1):
+//
+//   options.idle_trim.idle_ms = 1000;         // give memory back when idle
+//   options.max_pooled_bytes = size_t{128} << 20;  // then heap messages
+//
 // FreeRequest() in each mode: heap destroys the request, arena releases the
 // request's arena, reuse returns the request to its pool. The handler must
 // not touch the request afterwards (gRPC's own default holder ignores
@@ -136,6 +142,17 @@ struct ShadowOptions {
   uint64_t capture_max_bytes = uint64_t{64} << 20;  // per method
 };
 
+// Giving memory back after a burst (off by default). Process-wide, like
+// the pools it trims: the first install that sets idle_ms starts one
+// low-priority thread (nice 19, never stopped) that, once no call was
+// allocated for idle_ms, trims once per idle period: the shared depot of
+// every registered MessagePool (MessagePool::Trim), the page pool's depot
+// (PagePool::Trim) and, with glibc, the process heap (malloc_trim(0)).
+// Installs with different idle_ms: the smallest wins.
+struct IdleTrimOptions {
+  int idle_ms = 0;  // 0: off
+};
+
 // What an install gives a server's methods. Implicit from a mode, so
 // Install*(service, mode) keeps working.
 struct ServerOptions {
@@ -143,6 +160,16 @@ struct ServerOptions {
       : mode(m) {}
   AllocationMode mode;
   ShadowOptions shadow;
+  IdleTrimOptions idle_trim;
+  // Cap on the pooled memory of the process (PagePool::Default()'s mapped
+  // bytes: arena pages in use and cached, kReuse's instances included);
+  // 0: none. While over it, new calls in arena and reuse modes get plain
+  // heap messages (counted: GrpcStats::over_cap_heap_calls) and the depots
+  // are trimmed at once, so pooled memory stops growing; calls are never
+  // failed (a MessageAllocator cannot fail a call; to reject load, limit
+  // streams and memory in gRPC itself, see docs/RELIABILITY.md).
+  // Process-wide: installs with different caps, the smallest wins.
+  uint64_t max_pooled_bytes = 0;
 };
 
 namespace internal {
@@ -154,6 +181,15 @@ void RecordFreeRequest(AllocationMode mode);
 void RegisterMessagePool(std::string name, bool used_by_grpc,
                          MessagePoolStats (*stats)(const void*),
                          const void* pool);
+// Idle trimming and the pooled-memory cap (src/grpc/idle_trim.cc).
+void RegisterMessagePoolTrim(void (*trim)(void*), void* pool);
+void ApplyServerLimits(const ServerOptions& options);
+// True if the pooled-memory cap is set and exceeded now (then also asks
+// the trimming thread to trim the depots); counts the fallback call.
+bool OverPooledCap();
+uint64_t OverCapHeapCalls();
+uint64_t IdleTrims();
+uint64_t CapTrims();
 
 template <class T>
 std::string MessageTypeName() {
@@ -172,6 +208,8 @@ MessagePool<T>& SharedMessagePool() {
           return static_cast<const MessagePool<T>*>(q)->Stats();
         },
         p);
+    internal::RegisterMessagePoolTrim(
+        [](void* q) { static_cast<MessagePool<T>*>(q)->Trim(); }, p);
     return p;
   }();
   return *pool;
@@ -359,6 +397,10 @@ class ArenaMessageAllocator final
     : public ::grpc::MessageAllocator<Req, Resp> {
  public:
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
+    if (internal::OverPooledCap()) {
+      internal::RecordAllocate(AllocationMode::kHeap);
+      return new internal::HeapHolder<Req, Resp>(nullptr);
+    }
     internal::RecordAllocate(AllocationMode::kArena);
     return new internal::ArenaHolder<Req, Resp>(nullptr);
   }
@@ -376,6 +418,10 @@ class ReuseMessageAllocator final
       : requests_(requests), responses_(responses) {}
 
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
+    if (internal::OverPooledCap()) {
+      internal::RecordAllocate(AllocationMode::kHeap);
+      return new internal::HeapHolder<Req, Resp>(nullptr);
+    }
     internal::RecordAllocate(AllocationMode::kReuse);
     return new internal::ReuseHolder<Req, Resp>(requests_->Acquire(),
                                                 responses_->Acquire(), nullptr);
@@ -396,7 +442,10 @@ class MeteredMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp>
                &Req::default_instance(), &Resp::default_instance()) {}
 
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
-    const AllocationMode mode = meter_.mode();
+    AllocationMode mode = meter_.mode();
+    if (mode != AllocationMode::kHeap && internal::OverPooledCap()) {
+      mode = AllocationMode::kHeap;
+    }
     internal::MethodMeter* sampler = meter_.ShouldSample() ? &meter_ : nullptr;
     internal::RecordAllocate(mode);
     switch (mode) {
@@ -453,6 +502,7 @@ void InstallOne(Service* service, const ServerOptions& options,
   static_assert(std::is_base_of_v<Mixin, Service>,
                 "the setter is not a member of this service");
   const AllocationMode mode = EffectiveAllocationMode(options.mode);
+  ApplyServerLimits(options);
   if (options.shadow.sample_one_in <= 0 || ArenasDisabled()) {
     (service->*setter)(GetMessageAllocator<Req, Resp>(mode));
     return;

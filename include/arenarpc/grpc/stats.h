@@ -113,6 +113,11 @@ struct GrpcStats {
   uint64_t reuse_created = 0;     // MessagePoolStats::created
   uint64_t reuse_evictions = 0;   // evicted_by_guard + dropped_idle
   uint64_t reuse_in_use = 0;      // pooled messages on loan now
+  // ServerOptions::max_pooled_bytes: calls given heap messages while over
+  // the cap, and the trims that caused (depots only).
+  uint64_t over_cap_heap_calls = 0;
+  uint64_t over_cap_trims = 0;
+  uint64_t idle_trims = 0;  // ServerOptions::idle_trim: trims done
   std::vector<MeasuredMethodStats> auto_methods;    // kAuto's choices
   std::vector<MeasuredMethodStats> shadow_methods;  // shadow measurement
   MeasuringCost measuring;

@@ -1,0 +1,103 @@
+// ServerOptions::idle_trim and max_pooled_bytes (src/grpc/idle_trim.cc):
+// both are process-wide, and ctest runs each test in a process of its own.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "arenarpc/grpc/server.h"
+#include "arenarpc/grpc/stats.h"
+#include "arenarpc/page_pool.h"
+#include "test_messages.pb.h"
+
+namespace arenarpc {
+namespace {
+
+using test::Record;
+using Holder = ::grpc::MessageHolder<Record, Record>;
+
+std::vector<Holder*> AllocateCalls(AllocationMode mode, int n) {
+  std::vector<Holder*> holders;
+  for (int i = 0; i < n; ++i) {
+    holders.push_back(
+        GetMessageAllocator<Record, Record>(mode)->AllocateMessages());
+    holders.back()->request()->set_title(std::string(1000, 'r'));
+  }
+  return holders;
+}
+
+template <class Pred>
+bool WaitFor(Pred pred) {
+  for (int i = 0; i < 500 && !pred(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+TEST(IdleTrimTest, TrimsPoolsOnceCallsStop) {
+  ServerOptions options(AllocationMode::kReuse);
+  options.idle_trim.idle_ms = 100;
+  internal::ApplyServerLimits(options);
+  // Calls on a thread that then exits: its cached instances and pages go
+  // to the depots, where only trimming can give them back.
+  std::thread([] {
+    for (Holder* h : AllocateCalls(AllocationMode::kReuse, 20)) h->Release();
+  }).join();
+  ASSERT_GE(SharedMessagePool<Record>().Stats().idle, 20u);
+  ASSERT_GT(PagePool::Default().Stats().pages_in_depot, 0u);
+
+  ASSERT_TRUE(WaitFor([] {
+    return SharedMessagePool<Record>().Stats().idle == 0 &&
+           PagePool::Default().Stats().pages_in_depot == 0;
+  }));
+  const uint64_t trims = GetGrpcStats().idle_trims;
+  EXPECT_GE(trims, 1u);
+  // Once per idle period: no call since, no further trim.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(GetGrpcStats().idle_trims, trims);
+}
+
+TEST(IdleTrimTest, OffByDefault) {
+  internal::ApplyServerLimits(ServerOptions(AllocationMode::kReuse));
+  std::thread([] {
+    for (Holder* h : AllocateCalls(AllocationMode::kReuse, 20)) h->Release();
+  }).join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(GetGrpcStats().idle_trims, 0u);
+  EXPECT_GE(SharedMessagePool<Record>().Stats().idle, 20u);
+}
+
+TEST(PooledCapTest, OverTheCapCallsGetHeapMessages) {
+  ServerOptions options(AllocationMode::kArena);
+  options.max_pooled_bytes = 4 * PagePool::Default().page_size();
+  internal::ApplyServerLimits(options);
+  // Each arena call takes at least two pages (request and response arenas):
+  // from the third call on, the pool holds more than the cap.
+  std::vector<Holder*> calls = AllocateCalls(AllocationMode::kArena, 10);
+  const GrpcStats s = GetGrpcStats();
+  const auto heap = static_cast<int>(AllocationMode::kHeap);
+  const auto arena = static_cast<int>(AllocationMode::kArena);
+  EXPECT_GE(s.modes[arena].in_flight, 1u);
+  EXPECT_GE(s.modes[heap].in_flight, 1u);
+  EXPECT_EQ(s.modes[heap].in_flight + s.modes[arena].in_flight, 10u);
+  EXPECT_EQ(s.over_cap_heap_calls, s.modes[heap].in_flight);
+  for (Holder* h : calls) h->Release();
+  const GrpcStats after = GetGrpcStats();
+  EXPECT_EQ(after.modes[heap].in_flight + after.modes[arena].in_flight, 0u);
+  EXPECT_NE(
+      RenderPrometheusStats().find("arenarpc_grpc_over_cap_heap_calls_total " +
+                                   std::to_string(s.over_cap_heap_calls)),
+      std::string::npos);
+  // The depots were trimmed because of the cap (asynchronously).
+  EXPECT_TRUE(WaitFor([] { return GetGrpcStats().over_cap_trims >= 1; }));
+}
+
+TEST(PooledCapTest, NoCapNoFallback) {
+  std::vector<Holder*> calls = AllocateCalls(AllocationMode::kArena, 10);
+  EXPECT_EQ(GetGrpcStats().over_cap_heap_calls, 0u);
+  for (Holder* h : calls) h->Release();
+}
+
+}  // namespace
+}  // namespace arenarpc
