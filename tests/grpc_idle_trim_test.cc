@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -56,6 +58,40 @@ TEST(IdleTrimTest, TrimsPoolsOnceCallsStop) {
   // Once per idle period: no call since, no further trim.
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   EXPECT_EQ(GetGrpcStats().idle_trims, trims);
+}
+
+// A gRPC worker thread that served calls and then idles keeps its pooled
+// arenas and page cache; idle trimming must reach them, not only depots.
+TEST(IdleTrimTest, ReachesTheCachesOfThreadsThatStayAlive) {
+  ServerOptions options(AllocationMode::kArena);
+  options.idle_trim.idle_ms = 100;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool served = false, stop = false;
+  std::thread worker([&] {
+    for (Holder* h : AllocateCalls(AllocationMode::kArena, 20)) h->Release();
+    std::unique_lock<std::mutex> lock(mu);
+    served = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return stop; });  // alive and idle, like a gRPC pool
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return served; });
+  }
+  ASSERT_GT(PagePool::Default().Stats().pages_cached, 0u);
+  internal::ApplyServerLimits(options);
+  EXPECT_TRUE(WaitFor([] {
+    const PagePoolStats s = PagePool::Default().Stats();
+    return s.pages_cached == 0 && s.pages_in_use == 0;
+  })) << PagePool::Default().Stats().pages_cached << " cached, "
+      << PagePool::Default().Stats().pages_in_use << " in use";
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+  }
+  cv.notify_all();
+  worker.join();
 }
 
 TEST(IdleTrimTest, OffByDefault) {

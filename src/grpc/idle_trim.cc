@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "arenarpc/arena.h"
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/page_pool.h"
@@ -69,18 +70,21 @@ class Trimmer {
     return n;
   }
 
-  void TrimPools() {
+  // idle_for: how long a thread's caches must have gone unused to be freed.
+  void TrimPools(std::chrono::milliseconds idle_for) {
     std::vector<std::pair<void (*)(void*), void*>> pools;
     {
       std::lock_guard<std::mutex> lock(mu_);
       pools = pools_;
     }
     for (auto& [trim, pool] : pools) trim(pool);
-    // The pools' instances freed their pages on this thread: into its cache.
+    // Pooled arenas and page caches of threads unused for `idle_for` (the
+    // gRPC threads, once the server is idle): an idle thread pool would pin
+    // them otherwise. Pages they free land in this thread's cache first.
+    ReleaseIdleArenas(idle_for);
     PagePool::Default().FlushThreadCache();
+    PagePool::Default().ReleaseIdleCaches(idle_for);
     PagePool::Default().Trim();
-    // TODO(issue14 merge): PagePool::Default().ReleaseIdleCaches(...) here,
-    // to also release pages held by idle threads' caches.
   }
 
   void Run() {
@@ -100,7 +104,8 @@ class Trimmer {
         idle_ms = idle_ms_;
       }
       if (wake_.load(std::memory_order_relaxed)) {
-        TrimPools();
+        // Over the cap while serving: only caches idle for a second.
+        TrimPools(std::chrono::seconds(1));
         cap_trims.fetch_add(1, std::memory_order_relaxed);
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         wake_.store(false, std::memory_order_relaxed);
@@ -117,7 +122,7 @@ class Trimmer {
       if (trimmed || now - last_change < std::chrono::milliseconds(idle_ms)) {
         continue;
       }
-      TrimPools();
+      TrimPools(std::chrono::milliseconds(0));  // the server is idle
 #if defined(__GLIBC__)
       malloc_trim(0);  // glibc keeps freed heap memory otherwise
 #endif

@@ -146,7 +146,9 @@ struct ShadowOptions {
 // the pools it trims: the first install that sets idle_ms starts one
 // low-priority thread (nice 19, never stopped) that, once no call was
 // allocated for idle_ms, trims once per idle period: the shared depot of
-// every registered MessagePool (MessagePool::Trim), the page pool's depot
+// every registered MessagePool (MessagePool::Trim), every thread's pooled
+// arenas and page cache (ReleaseIdleArenas, PagePool::ReleaseIdleCaches:
+// gRPC's idle threads would pin them), the page pool's depot
 // (PagePool::Trim) and, with glibc, the process heap (malloc_trim(0)).
 // Installs with different idle_ms: the smallest wins.
 struct IdleTrimOptions {
