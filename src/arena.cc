@@ -1,9 +1,10 @@
 #include "arenarpc/arena.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <mutex>
+#include <new>
 #include <string>
+#include <unordered_set>
 
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/pointer_cache.h"
@@ -23,26 +24,63 @@ size_t block_size = 0;
 std::atomic<uint64_t> heap_blocks{0};
 std::atomic<uint64_t> heap_bytes{0};
 
+// Blocks taken from the heap because the page pool had none (the OS refused
+// memory): protobuf's block hooks cannot fail, and a page-sized block comes
+// back with the page size, so these are remembered by address. The set is
+// only looked at while one is alive.
+std::atomic<uint64_t> fallback_live{0};
+std::atomic<uint64_t> fallback_total{0};
+std::mutex fallback_mu;
+std::unordered_set<void*>* fallback_set = nullptr;  // guarded by fallback_mu
+
+[[gnu::noinline, gnu::cold]] void* FallbackBlock(size_t size) {
+  void* block = ::operator new(size);  // std::bad_alloc if the heap fails too
+  try {
+    std::lock_guard<std::mutex> lock(fallback_mu);
+    if (fallback_set == nullptr) fallback_set = new std::unordered_set<void*>;
+    fallback_set->insert(block);
+  } catch (...) {
+    ::operator delete(block);
+    throw;
+  }
+  fallback_live.fetch_add(1, std::memory_order_relaxed);
+  fallback_total.fetch_add(1, std::memory_order_relaxed);
+  return block;
+}
+
+[[gnu::noinline, gnu::cold]] bool FreeIfFallback(void* block) {
+  {
+    std::lock_guard<std::mutex> lock(fallback_mu);
+    if (fallback_set == nullptr || fallback_set->erase(block) == 0) return false;
+  }
+  fallback_live.fetch_sub(1, std::memory_order_relaxed);
+  ::operator delete(block);
+  return true;
+}
+
 void* BlockAlloc(size_t size) {
   if (__builtin_expect(size == block_size, 1)) {
     void* page = block_pool->Allocate();
-    ARENARPC_CHECK(page != nullptr, "arenarpc: out of memory (page pool)");
-    return page;
+    if (__builtin_expect(page != nullptr, 1)) return page;
+    return FallbackBlock(size);
   }
   // One allocation larger than a page: a block of its own from the heap.
+  void* block = ::operator new(size);  // std::bad_alloc, as protobuf's own
   heap_blocks.fetch_add(1, std::memory_order_relaxed);
   heap_bytes.fetch_add(size, std::memory_order_relaxed);
-  void* block = std::malloc(size);
-  ARENARPC_CHECK(block != nullptr, "arenarpc: out of memory (heap block)");
   return block;
 }
 
 void BlockDealloc(void* block, size_t size) {
   // protobuf passes back the size it got from BlockAlloc.
   if (__builtin_expect(size == block_size, 1)) {
-    block_pool->Deallocate(block);
+    if (__builtin_expect(
+            fallback_live.load(std::memory_order_relaxed) == 0, 1) ||
+        !FreeIfFallback(block)) {
+      block_pool->Deallocate(block);
+    }
   } else {
-    std::free(block);
+    ::operator delete(block);
   }
 }
 
@@ -126,6 +164,7 @@ ArenaStats GetArenaStats() {
   s.arenas_idle = c.in_depot + c.in_threads;
   s.blocks_from_heap = heap_blocks.load(std::memory_order_relaxed);
   s.bytes_from_heap = heap_bytes.load(std::memory_order_relaxed);
+  s.blocks_from_heap_fallback = fallback_total.load(std::memory_order_relaxed);
   return s;
 }
 
