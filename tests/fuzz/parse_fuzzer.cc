@@ -9,8 +9,9 @@
 // Every input is parsed as two types: OTLP ExportTraceServiceRequest (the
 // corpus, bench/corpus) and the echo service's EchoRequest (examples/). For
 // each, a heap message is the reference: the arenarpc parse must succeed
-// exactly when it does, with the same deterministic serialization (bytes,
-// not MessageDifferencer: NaN doubles compare unequal to themselves). After
+// exactly when it does, with the same serialization (bytes, not
+// MessageDifferencer: NaN doubles compare unequal to themselves; neither type
+// has a map field, so serialization is deterministic). After
 // each input no pooled message is in use, and every page held is accounted
 // for by an idle arena or an idle pooled instance. ASan+UBSan catch memory
 // errors; LeakSanitizer runs at exit.
@@ -51,7 +52,7 @@ arenarpc::MessagePool<T>& Pool() {
 }
 
 // Parses `wire` the arenarpc way; returns whether it parsed and, if so, the
-// deterministic serialization of the result.
+// serialization of the result.
 template <class T>
 bool ParseArenarpc(std::string_view wire, std::string* out) {
   bool ok = false;
@@ -117,9 +118,6 @@ void CheckPages() {
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // protobuf logs every invalid UTF-8 string it rejects: noise, not news.
   google::protobuf::SetLogHandler(nullptr);
-  // Map entries in a fixed order, so that equal messages give equal bytes.
-  google::protobuf::io::CodedOutputStream::
-      SetDefaultSerializationDeterministic();
   return 0;
 }
 
