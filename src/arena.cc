@@ -51,7 +51,8 @@ std::unordered_set<void*>* fallback_set = nullptr;  // guarded by fallback_mu
 [[gnu::noinline, gnu::cold]] bool FreeIfFallback(void* block) {
   {
     std::lock_guard<std::mutex> lock(fallback_mu);
-    if (fallback_set == nullptr || fallback_set->erase(block) == 0) return false;
+    if (fallback_set == nullptr || fallback_set->erase(block) == 0)
+      return false;
   }
   fallback_live.fetch_sub(1, std::memory_order_relaxed);
   ::operator delete(block);
@@ -74,8 +75,8 @@ void* BlockAlloc(size_t size) {
 void BlockDealloc(void* block, size_t size) {
   // protobuf passes back the size it got from BlockAlloc.
   if (__builtin_expect(size == block_size, 1)) {
-    if (__builtin_expect(
-            fallback_live.load(std::memory_order_relaxed) == 0, 1) ||
+    if (__builtin_expect(fallback_live.load(std::memory_order_relaxed) == 0,
+                         1) ||
         !FreeIfFallback(block)) {
       block_pool->Deallocate(block);
     }

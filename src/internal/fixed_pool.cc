@@ -1,13 +1,13 @@
 #include "arenarpc/internal/fixed_pool.h"
 
-#include "arenarpc/internal/memory_source.h"
-#include "arenarpc/object_pool.h"  // ObjectPoolOptions
-
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <new>
 #include <thread>
+
+#include "arenarpc/internal/memory_source.h"
+#include "arenarpc/object_pool.h"  // ObjectPoolOptions
 
 namespace arenarpc::internal {
 namespace {
@@ -125,7 +125,7 @@ FixedPool::BlockHeader* FixedPool::MapBlock() {
   const uintptr_t end = start + len;
   if (end > aligned + block_size_) {
     UnmapMemory(reinterpret_cast<void*>(aligned + block_size_),
-           end - (aligned + block_size_));
+                end - (aligned + block_size_));
   }
   auto* b = reinterpret_cast<BlockHeader*>(aligned);
   b->magic = kBlockMagic;
