@@ -176,6 +176,14 @@ google::protobuf::Arena* AcquireArena() {
 }
 
 void ReleaseArena(google::protobuf::Arena* arena) {
+  // Reset() frees the first block and allocates a new one, which under
+  // memory pressure (some arena holds a heap fallback block) could throw
+  // from a destructor: such arenas are destroyed instead, which allocates
+  // nothing.
+  if (__builtin_expect(fallback_live.load(std::memory_order_relaxed) != 0, 0)) {
+    delete arena;
+    return;
+  }
   arena->Reset();  // runs destructors, returns all blocks but the first
   Cache().Push(arena);
 }

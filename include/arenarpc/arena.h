@@ -30,7 +30,9 @@
 // returns nullptr (the OS refused a mapping) the arena takes that block from
 // the heap (operator new) instead, counted in
 // ArenaStats::blocks_from_heap_fallback, and goes back to pages as soon as
-// the pool has them again. ScopedArena's constructor, Create<T>() and parsing
+// the pool has them again (while any such block is alive, a released arena is
+// destroyed rather than kept idle: resetting it would allocate). ScopedArena's
+// constructor, Create<T>() and parsing
 // into its messages therefore fail only when the heap fails too, and then
 // as protobuf's own arenas do: std::bad_alloc.
 //
