@@ -11,6 +11,7 @@ packages=(
   libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev
   libtbb-dev libboost-dev
   python3 python3-matplotlib
+  clang-14 libclang-rt-14-dev  # the fuzz leg: libFuzzer, ASan, UBSan
 )
 
 sudo_cmd=()

@@ -4,13 +4,15 @@
 # without a gRPC runtime: Debian's gRPC is not TSan-instrumented, see
 # docs/GRPC.md), then the core against protobuf 33.6 under ASan (see
 # the end; skipped, and said so, without the sources). Installs what it
-# needs first. ARENARPC_TEST_LEGS picks legs (default "asan tsan modern").
+# needs first. Then the fuzz leg: each libFuzzer harness for 60 s
+# (scripts/fuzz.sh). ARENARPC_TEST_LEGS picks legs (default
+# "asan tsan fuzz modern").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 
 jobs=$(nproc)
-legs=" ${ARENARPC_TEST_LEGS:-asan tsan modern} "
+legs=" ${ARENARPC_TEST_LEGS:-asan tsan fuzz modern} "
 leg() { [[ "$legs" == *" $1 "* ]]; }
 
 if leg asan; then
@@ -29,6 +31,12 @@ setarch "$(uname -m)" -R cmake --build build/tsan -j "$jobs"
 (cd build/tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   setarch "$(uname -m)" -R ctest -L concurrency --output-on-failure -j "$jobs")
 fi
+if leg fuzz; then
+  leg_start=$SECONDS
+  ARENARPC_JOBS="$jobs" scripts/fuzz.sh 60
+  echo "test.sh: the fuzz leg took $((SECONDS - leg_start)) s"
+fi
+
 leg modern || exit 0
 
 # The core against a modern protobuf (docs/PROTOBUF_VERSIONS.md), under

@@ -1,10 +1,11 @@
 #include "arenarpc/arena.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/pointer_cache.h"
@@ -32,20 +33,57 @@ thread_local void* watched_page = nullptr;
 thread_local bool watched_page_freed = false;
 #endif
 
+// Blocks taken from the heap because the page pool had none (the OS refused
+// memory): protobuf's block hooks cannot fail, and a page-sized block comes
+// back with the page size, so these are remembered by address. The set is
+// only looked at while one is alive.
+std::atomic<uint64_t> fallback_live{0};
+std::atomic<uint64_t> fallback_total{0};
+std::mutex fallback_mu;
+std::unordered_set<void*>* fallback_set = nullptr;  // guarded by fallback_mu
+
+[[gnu::noinline, gnu::cold]] void* FallbackBlock(size_t size) {
+  void* block = ::operator new(size);  // std::bad_alloc if the heap fails too
+  try {
+    std::lock_guard<std::mutex> lock(fallback_mu);
+    if (fallback_set == nullptr) fallback_set = new std::unordered_set<void*>;
+    fallback_set->insert(block);
+  } catch (...) {
+    ::operator delete(block);
+    throw;
+  }
+  fallback_live.fetch_add(1, std::memory_order_relaxed);
+  fallback_total.fetch_add(1, std::memory_order_relaxed);
+  return block;
+}
+
+[[gnu::noinline, gnu::cold]] bool FreeIfFallback(void* block) {
+  {
+    std::lock_guard<std::mutex> lock(fallback_mu);
+    if (fallback_set == nullptr || fallback_set->erase(block) == 0)
+      return false;
+  }
+  fallback_live.fetch_sub(1, std::memory_order_relaxed);
+  ::operator delete(block);
+  return true;
+}
+
 void* BlockAlloc(size_t size) {
   if (__builtin_expect(size == block_size, 1)) {
     void* page = block_pool->Allocate();
-    ARENARPC_CHECK(page != nullptr, "arenarpc: out of memory (page pool)");
+    void* page = block_pool->Allocate();
+    if (__builtin_expect(page != nullptr, 1)) {
 #ifdef ARENARPC_ASAN
-    last_page = page;
+      last_page = page;
 #endif
-    return page;
+      return page;
+    }
+    return FallbackBlock(size);
   }
   // One allocation larger than a page: a block of its own from the heap.
+  void* block = ::operator new(size);  // std::bad_alloc, as protobuf's own
   heap_blocks.fetch_add(1, std::memory_order_relaxed);
   heap_bytes.fetch_add(size, std::memory_order_relaxed);
-  void* block = std::malloc(size);
-  ARENARPC_CHECK(block != nullptr, "arenarpc: out of memory (heap block)");
   return block;
 }
 
@@ -55,9 +93,13 @@ void BlockDealloc(void* block, size_t size) {
 #ifdef ARENARPC_ASAN
     if (block == watched_page) watched_page_freed = true;
 #endif
-    block_pool->Deallocate(block);
+    if (__builtin_expect(fallback_live.load(std::memory_order_relaxed) == 0,
+                         1) ||
+        !FreeIfFallback(block)) {
+      block_pool->Deallocate(block);
+    }
   } else {
-    std::free(block);
+    ::operator delete(block);
   }
 }
 
@@ -207,6 +249,7 @@ ArenaStats GetArenaStats() {
   s.arenas_idle = c.in_depot + c.in_threads;
   s.blocks_from_heap = heap_blocks.load(std::memory_order_relaxed);
   s.bytes_from_heap = heap_bytes.load(std::memory_order_relaxed);
+  s.blocks_from_heap_fallback = fallback_total.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -225,6 +268,17 @@ google::protobuf::Arena* AcquireArena() {
 }
 
 void ReleaseArena(google::protobuf::Arena* arena) {
+  // Reset() frees the first block and allocates a new one, which under
+  // memory pressure (some arena holds a heap fallback block) could throw
+  // from a destructor: such arenas are destroyed instead, which allocates
+  // nothing.
+  if (__builtin_expect(fallback_live.load(std::memory_order_relaxed) != 0, 0)) {
+#ifdef ARENARPC_ASAN
+    SetFirstPage(arena, nullptr);
+#endif
+    delete arena;
+    return;
+  }
 #ifdef ARENARPC_ASAN
   watched_page = FirstPage(arena);
   watched_page_freed = false;

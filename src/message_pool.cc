@@ -136,13 +136,19 @@ MessagePoolCore::Entry* MessagePoolCore::Acquire() {
   auto* e = static_cast<Entry*>(cache_->Pop());
   ARENARPC_CHECK(e != nullptr, "MessagePool: out of memory");
   if (e->message == nullptr) {
-    if (heap_instances_) {
-      e->message = prototype_->New(nullptr);
-      e->space = 0;  // measured after the first use
-    } else {
-      e->arena.emplace();
-      e->message = prototype_->New(e->arena->arena());
-      e->space = e->arena->SpaceAllocated();
+    try {
+      if (heap_instances_) {
+        e->message = prototype_->New(nullptr);
+        e->space = 0;  // measured after the first use
+      } else {
+        e->arena.emplace();
+        e->message = prototype_->New(e->arena->arena());
+        e->space = e->arena->SpaceAllocated();
+      }
+    } catch (...) {  // std::bad_alloc: the entry goes back, empty
+      e->Clear();
+      cache_->Push(e);
+      throw;
     }
     created_.fetch_add(1, std::memory_order_relaxed);
   } else {

@@ -1,6 +1,5 @@
 #include "arenarpc/page_pool.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <mutex>
@@ -8,6 +7,7 @@
 #include <unordered_map>
 
 #include "arenarpc/internal/check.h"
+#include "arenarpc/internal/memory_source.h"
 #include "arenarpc/internal/pointer_cache.h"
 
 namespace arenarpc {
@@ -18,7 +18,8 @@ struct PagePool::DebugState {
   std::unordered_map<void*, bool> in_use;
 };
 
-// Pages come from mmap in batches and go back with munmap (any sub-range of
+// Pages come from mmap in batches and go back with munmap (through
+// internal/memory_source.h, where tests inject failures) (any sub-range of
 // a mapping may be unmapped). A cached page is poisoned under ASan.
 class PagePool::Source final : public internal::PointerCache {
  public:
@@ -32,9 +33,8 @@ class PagePool::Source final : public internal::PointerCache {
  protected:
   size_t Make(void** out, size_t n) override {
     const size_t ps = pool_->options_.page_size;
-    void* mem = mmap(nullptr, n * ps, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return 0;
+    void* mem = internal::MapMemory(n * ps);
+    if (mem == nullptr) return 0;
     ARENARPC_POISON(mem, n * ps);
     for (size_t i = 0; i < n; ++i) {
       out[i] = static_cast<char*>(mem) + i * ps;
@@ -58,7 +58,7 @@ class PagePool::Source final : public internal::PointerCache {
       // ASan wants the range clean before the OS may map it again elsewhere.
       ARENARPC_UNPOISON(pages[i], ps);
       ARENARPC_LSAN_UNROOT(pages[i], ps);
-      munmap(pages[i], ps);
+      internal::UnmapMemory(pages[i], ps);
     }
     pool_->os_released_.fetch_add(n, std::memory_order_relaxed);
   }

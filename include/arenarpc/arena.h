@@ -34,6 +34,16 @@
 // A ScopedArena moved from holds no arena (arena() == nullptr); creating on
 // it makes heap objects that nothing owns.
 //
+// Out of memory. protobuf's block hooks cannot fail, so when the page pool
+// returns nullptr (the OS refused a mapping) the arena takes that block from
+// the heap (operator new) instead, counted in
+// ArenaStats::blocks_from_heap_fallback, and goes back to pages as soon as
+// the pool has them again (while any such block is alive, a released arena is
+// destroyed rather than kept idle: resetting it would allocate). ScopedArena's
+// constructor, Create<T>() and parsing
+// into its messages therefore fail only when the heap fails too, and then
+// as protobuf's own arenas do: std::bad_alloc.
+//
 // Kill switch: building with -DARENARPC_DISABLE_ARENAS=ON makes arena()
 // return nullptr and Create<T>() allocate on the heap (objects are still
 // deleted with the ScopedArena), with no change to user code.
@@ -94,6 +104,9 @@ struct ArenaStats {
   // Page-sized blocks come from PagePool::Default(): see its Stats().
   uint64_t blocks_from_heap = 0;    // oversize blocks (one allocation > page)
   uint64_t bytes_from_heap = 0;     // their total size
+  // Page-sized blocks taken from the heap because the page pool had none
+  // (the OS refused memory): see "Out of memory" above.
+  uint64_t blocks_from_heap_fallback = 0;
 };
 ArenaStats GetArenaStats();
 

@@ -46,6 +46,12 @@
 //  - idle bound: at most idle_per_thread instances per thread plus idle_max
 //    process-wide; the rest are destroyed.
 //
+// Out of memory: instances live on arenas, which take blocks from the heap
+// when the page pool has none (arena.h), so Acquire() and parsing fail only
+// when the heap fails too, with std::bad_alloc like protobuf's own calls;
+// the pool stays consistent (a failed Acquire() hands nothing out; a handle
+// whose parse threw holds unspecified content and is returned as usual).
+//
 // Thread safety: Acquire() and returning handles may happen concurrently on
 // any threads (per-thread caches; a handle may be returned on another
 // thread). A PooledMessage itself is not thread-safe.
@@ -254,7 +260,8 @@ class PooledMessage {
   explicit operator bool() const { return message_ != nullptr; }
 
   // Parses `wire` into the message (replacing its content). On failure
-  // returns false and leaves the message empty.
+  // returns false and leaves the message empty. Out of memory: see the
+  // pool's "Out of memory" note.
   bool ParseFrom(std::string_view wire) {
     ARENARPC_DCHECK(message_ != nullptr,
                     "PooledMessage: use of an empty handle (returned, moved "

@@ -303,6 +303,9 @@ std::string RenderPrometheusStats() {
         "Oversize arena blocks taken from the heap.", as.blocks_from_heap);
   w.One("arenarpc_arena_heap_bytes_total", "counter",
         "Bytes of oversize arena blocks.", as.bytes_from_heap);
+  w.One("arenarpc_arena_heap_fallback_blocks_total", "counter",
+        "Arena pages taken from the heap because the page pool had none.",
+        as.blocks_from_heap_fallback);
 
   const std::vector<NamedMessagePoolStats> pools = GetMessagePoolStats();
   struct PoolField {

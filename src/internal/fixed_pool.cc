@@ -1,14 +1,13 @@
 #include "arenarpc/internal/fixed_pool.h"
 
-#include "arenarpc/object_pool.h"  // ObjectPoolOptions
-
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <new>
 #include <thread>
+
+#include "arenarpc/internal/memory_source.h"
+#include "arenarpc/object_pool.h"  // ObjectPoolOptions
 
 namespace arenarpc::internal {
 namespace {
@@ -126,16 +125,15 @@ FixedPool::~FixedPool() {
 FixedPool::BlockHeader* FixedPool::MapBlock() {
   // Over-map by one block and cut the misaligned ends off.
   const size_t len = 2 * block_size_;
-  void* raw = mmap(nullptr, len, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
+  void* raw = MapMemory(len);
+  if (raw == nullptr) return nullptr;
   const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
   const uintptr_t aligned = (start + block_size_ - 1) & ~(block_size_ - 1);
-  if (aligned > start) munmap(raw, aligned - start);
+  if (aligned > start) UnmapMemory(raw, aligned - start);
   const uintptr_t end = start + len;
   if (end > aligned + block_size_) {
-    munmap(reinterpret_cast<void*>(aligned + block_size_),
-           end - (aligned + block_size_));
+    UnmapMemory(reinterpret_cast<void*>(aligned + block_size_),
+                end - (aligned + block_size_));
   }
   auto* b = reinterpret_cast<BlockHeader*>(aligned);
   b->magic = kBlockMagic;
@@ -158,7 +156,7 @@ void FixedPool::UnmapBlock(BlockHeader* b) {
   b->magic = 0;
   // ASan wants the range clean before the OS may map it again elsewhere.
   ARENARPC_UNPOISON(b, block_size_);
-  munmap(b, block_size_);
+  UnmapMemory(b, block_size_);
 }
 
 size_t FixedPool::CarveLocked(void** out, size_t n) {

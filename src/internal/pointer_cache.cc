@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <thread>
+#include <memory>
 
 namespace arenarpc::internal {
 
@@ -38,15 +39,21 @@ void PointerCache::Stack::Lock() {
 }
 
 PointerCache::Stack* PointerCache::StackForThisThread() {
-  auto* s = new Stack(thread_capacity_);
+  // Listed before it is published, so that an allocation failure (which
+  // throws) leaves no stack that OnThreadExit cannot find.
+  auto owned = std::make_unique<Stack>(thread_capacity_);
+  Stack* s = owned.get();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s->unchanged_since = std::chrono::steady_clock::now();
+    stacks_.push_back(s);
+  }
   if (!ThreadSlots::Set(key_, s)) {  // the thread is exiting: go uncached
-    delete s;
+    std::lock_guard<std::mutex> lock(mu_);
+    stacks_.erase(std::find(stacks_.begin(), stacks_.end(), s));
     return nullptr;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  s->unchanged_since = std::chrono::steady_clock::now();
-  stacks_.push_back(s);
-  return s;
+  return owned.release();
 }
 
 void* PointerCache::PopSlow(Stack* s) {

@@ -1,0 +1,74 @@
+// Allocation failure under a real gRPC server: while the OS refuses every
+// page the page pool asks for, calls in every mode still get their full,
+// correct answer (arenas take heap blocks, counted in
+// ArenaStats::blocks_from_heap_fallback); the server keeps serving and every
+// call's messages go back. docs/RELIABILITY.md, section 2, says why no call
+// is failed with RESOURCE_EXHAUSTED.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "arenarpc/arena.h"
+#include "arenarpc/grpc/client.h"
+#include "arenarpc/page_pool.h"
+#include "echo_service.h"
+#include "fault_injection.h"
+#include "grpc/grpc_test_util.h"
+
+namespace arenarpc {
+namespace {
+
+using echo::EchoRequest;
+using echo::EchoResponse;
+using testing::InFlight;
+using testing::WaitFor;
+
+class GrpcFaultTest : public ::testing::TestWithParam<AllocationMode> {};
+
+// Scale 200: about 260 KB per request, several arena pages per message.
+void ExpectEchoes(echo::EchoService::Stub* stub, int n) {
+  for (int i = 0; i < n; ++i) {
+    ClientCall<EchoRequest, EchoResponse> call;
+    echo::BuildEchoRequest(200, static_cast<uint32_t>(i), call.request());
+    grpc::Status s =
+        stub->Echo(call.context(), *call.request(), call.response());
+    ASSERT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
+    std::string why;
+    EXPECT_TRUE(
+        echo::VerifyEchoResponse(*call.request(), *call.response(), &why))
+        << why;
+  }
+}
+
+TEST_P(GrpcFaultTest, PagesRefusedCallsAreServedFromTheHeapAndServingGoesOn) {
+  const AllocationMode mode = GetParam();
+  testing::EchoServer server(mode);
+  auto stub = echo::EchoService::NewStub(server.NewChannel());
+  ExpectEchoes(stub.get(), 2);  // warm: the server's threads exist
+  const uint64_t fallback_before = GetArenaStats().blocks_from_heap_fallback;
+  {
+    PagePool::Default().Trim();
+    test::MapFaults faults(1);  // every mapping fails
+    ExpectEchoes(stub.get(), 30);
+  }
+  if (mode != AllocationMode::kHeap) {
+    EXPECT_GT(GetArenaStats().blocks_from_heap_fallback, fallback_before);
+  }
+  std::printf(
+      "figure: %s, every mapping refused: 30 calls OK, %llu heap fallback "
+      "blocks\n",
+      std::string(AllocationModeName(mode)).c_str(),
+      static_cast<unsigned long long>(
+          GetArenaStats().blocks_from_heap_fallback - fallback_before));
+  ExpectEchoes(stub.get(), 5);  // pages again
+  EXPECT_TRUE(WaitFor([&] { return InFlight(mode) == 0; })) << InFlight(mode);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, GrpcFaultTest, testing::AllModes(),
+                         testing::ModeTestName);
+
+}  // namespace
+}  // namespace arenarpc
