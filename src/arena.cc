@@ -71,7 +71,6 @@ std::unordered_set<void*>* fallback_set = nullptr;  // guarded by fallback_mu
 void* BlockAlloc(size_t size) {
   if (__builtin_expect(size == block_size, 1)) {
     void* page = block_pool->Allocate();
-    void* page = block_pool->Allocate();
     if (__builtin_expect(page != nullptr, 1)) {
 #ifdef ARENARPC_ASAN
       last_page = page;
