@@ -121,13 +121,18 @@ void* FirstPage(const google::protobuf::Arena* arena) {
 }
 
 // page: the arena's first page, nullptr if unknown (then nothing is poisoned).
-void SetFirstPage(const google::protobuf::Arena* arena, void* page) {
+// Never throws: when the heap fails (tests inject that) the arena is just
+// not tracked, and its first page not poisoned.
+void SetFirstPage(const google::protobuf::Arena* arena, void* page) noexcept {
   std::lock_guard<std::mutex> lock(first_pages_mu);
-  if (page == nullptr) {
-    first_pages->erase(arena);
-  } else {
-    (*first_pages)[arena] = page;
+  if (page != nullptr) {
+    try {
+      (*first_pages)[arena] = page;
+      return;
+    } catch (const std::bad_alloc&) {
+    }
   }
+  first_pages->erase(arena);
 }
 
 void PoisonFirstPage(const google::protobuf::Arena* arena, bool poison) {

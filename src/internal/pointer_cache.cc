@@ -71,6 +71,12 @@ void* PointerCache::PopSlow(Stack* s) {
     return Make(&item, 1) == 1 ? item : nullptr;
   }
   s->Lock();  // lock order: a stack's busy, then mu_
+  // Make() and the depot may throw (std::bad_alloc): never leave the stack
+  // locked, or this thread's next Pop/Push would spin forever.
+  struct Unlocker {
+    Stack* s;
+    ~Unlocker() { s->Unlock(); }
+  } unlock{s};
   size_t n = s->count.load(std::memory_order_relaxed);
   if (n > 0) {  // Pop() found the stack busy (ReleaseIdle), not empty
     Bump(s->hits);
@@ -87,7 +93,6 @@ void* PointerCache::PopSlow(Stack* s) {
   void* item = n > 0 ? s->items[n - 1] : nullptr;
   if (n > 0)
     s->count.store(static_cast<uint32_t>(n - 1), std::memory_order_relaxed);
-  s->Unlock();
   return item;
 }
 
@@ -98,6 +103,10 @@ void PointerCache::PushSlow(Stack* s, void* item) {
     return;
   }
   s->Lock();
+  struct Unlocker {
+    Stack* s;
+    ~Unlocker() { s->Unlock(); }
+  } unlock{s};
   uint32_t n = s->count.load(std::memory_order_relaxed);
   if (n == thread_capacity_) {
     // Full: the bottom (coldest) batch goes to the depot, the rest shifts
@@ -108,7 +117,6 @@ void PointerCache::PushSlow(Stack* s, void* item) {
   }
   s->items[n] = item;
   s->count.store(n + 1, std::memory_order_relaxed);
-  s->Unlock();
 }
 
 void PointerCache::ToDepot(void* const* items, size_t n) {
