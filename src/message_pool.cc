@@ -163,6 +163,14 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   Message* m = e->message;
   ARENARPC_DCHECK(m->GetDescriptor() == prototype_->GetDescriptor(),
                   "MessagePool: message returned to the wrong pool");
+  if (size_hint == kInterrupted) {
+    // Never Clear() it (it may hold a null element); destroying is safe.
+    interrupted_.fetch_add(1, std::memory_order_relaxed);
+    in_use_.Add(-1);
+    e->Clear();
+    cache_->Push(e);
+    return;
+  }
   if (fresh_arenas_) {
     // Clear() cannot keep this type: no walk, no guard (nothing is kept);
     // the arena goes back to the page pool, as in arena mode.
@@ -271,6 +279,7 @@ MessagePoolStats MessagePoolCore::Stats() const {
   s.evicted_by_guard = evicted_.load(std::memory_order_relaxed);
   s.rebuilt_garbage = garbage_.load(std::memory_order_relaxed);
   s.rebuilt_aged = aged_.load(std::memory_order_relaxed);
+  s.rebuilt_after_exception = interrupted_.load(std::memory_order_relaxed);
   s.fresh_arena_returns = static_cast<uint64_t>(std::max<int64_t>(0, fresh_.Sum()));
   s.dropped_idle = dropped_.load(std::memory_order_relaxed);
   s.in_use = static_cast<uint64_t>(std::max<int64_t>(0, in_use_.Sum()));

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <new>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -269,6 +270,67 @@ TEST(MessagePoolFaultTest, PagesRefusedAcquireAndParseStillWork) {
   PooledMessage<test::Node> m = pool.Acquire();
   ASSERT_TRUE(m.ParseFrom(big.wire));
   EXPECT_TRUE(MessageDifferencer::Equals(*m, big.reference));
+}
+
+// A parse that throws leaves the message in whatever state protobuf left it
+// (33.6: a null element in a repeated field): the pool destroys it on return
+// and the next Acquire() parses correctly. Each pool mode, every fault rate.
+TEST(HeapFaultTest, AnInstanceWhoseParseThrewIsNeverReused) {
+  const BigNode big = MakeBigNode(4);
+  MessagePoolOptions lossy;
+  lossy.reuse_lossy_types = true;
+  MessagePoolOptions on_arenas = lossy;
+  on_arenas.arena_instances = true;
+  for (const MessagePoolOptions& options :
+       {MessagePoolOptions(), lossy, on_arenas}) {
+    MessagePool<test::Node> pool(options);
+    uint64_t thrown = 0;
+    for (uint64_t one_in = 2; one_in < 400; one_in += 7) {
+      {  // one instance warm: the throwing parse reuses its capacity
+        PooledMessage<test::Node> m = pool.Acquire();
+        ASSERT_TRUE(m.ParseFrom(big.wire));
+      }
+      try {
+        PooledMessage<test::Node> m = pool.Acquire();
+        HeapFaults heap(one_in);
+        m.ParseFrom(big.wire);
+      } catch (const std::bad_alloc&) {
+        ++thrown;
+      }
+      EXPECT_EQ(pool.Stats().rebuilt_after_exception, thrown);
+      PooledMessage<test::Node> m = pool.Acquire();
+      ASSERT_TRUE(m.ParseFrom(big.wire));
+      EXPECT_TRUE(MessageDifferencer::Equals(*m, big.reference));
+    }
+    EXPECT_GT(thrown, 0u);
+    EXPECT_EQ(pool.Stats().in_use, 0u);
+  }
+}
+
+// The same for a handle destroyed by unwinding (a handler that throws while
+// filling a message); an ordinary return still reuses.
+TEST(HeapFaultTest, AHandleDestroyedByUnwindingIsNotReused) {
+  MessagePoolOptions lossy;
+  lossy.reuse_lossy_types = true;
+  MessagePool<test::Node> pool(lossy);
+  try {
+    PooledMessage<test::Node> m = pool.Acquire();
+    m->add_leaves()->add_numbers(1);
+    throw std::runtime_error("handler failed");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(pool.Stats().rebuilt_after_exception, 1u);
+  { PooledMessage<test::Node> m = pool.Acquire(); }
+  { PooledMessage<test::Node> m = pool.Acquire(); }
+  EXPECT_EQ(pool.Stats().rebuilt_after_exception, 1u);
+  EXPECT_EQ(pool.Stats().reuse_hits, 1u);
+  // Inside a catch block nothing unwinds: reused as usual.
+  try {
+    throw std::runtime_error("x");
+  } catch (const std::runtime_error&) {
+    PooledMessage<test::Node> m = pool.Acquire();
+  }
+  EXPECT_EQ(pool.Stats().rebuilt_after_exception, 1u);
 }
 
 // The heap fails too (and the OS, 1 in 3): ScopedArena, Create, parse and

@@ -49,8 +49,12 @@
 // Out of memory: instances live on arenas, which take blocks from the heap
 // when the page pool has none (arena.h), so Acquire() and parsing fail only
 // when the heap fails too, with std::bad_alloc like protobuf's own calls;
-// the pool stays consistent (a failed Acquire() hands nothing out; a handle
-// whose parse threw holds unspecified content and is returned as usual).
+// the pool stays consistent: a failed Acquire() hands nothing out, and an
+// instance whose ParseFrom() threw, or whose handle is destroyed while an
+// exception unwinds the stack, is destroyed on return, never reused
+// (rebuilt_after_exception): protobuf gives no exception guarantee (33.6
+// leaves a null element in a repeated field when an allocation throws,
+// which a later Clear() would follow).
 //
 // Thread safety: Acquire() and returning handles may happen concurrently on
 // any threads (per-thread caches; a handle may be returned on another
@@ -87,6 +91,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -132,6 +137,9 @@ struct MessagePoolStats {
   uint64_t evicted_by_guard = 0; // rebuilt: held content above the bound
   uint64_t rebuilt_garbage = 0;  // rebuilt: abandoned bytes over the limit
   uint64_t rebuilt_aged = 0;     // rebuilt: rebuild_every uses
+  // Destroyed on return: an exception interrupted its use (see "Out of
+  // memory" above).
+  uint64_t rebuilt_after_exception = 0;
   // Returns that reset the instance's arena instead of Clear(): the type is
   // one Clear() cannot keep whole (reuse_lossy_types off).
   uint64_t fresh_arena_returns = 0;
@@ -164,7 +172,9 @@ class MessagePoolCore {
   MessagePoolCore& operator=(const MessagePoolCore&) = delete;
 
   Entry* Acquire();
-  // size_hint: content size in serialized bytes if known, else 0.
+  // size_hint: content size in serialized bytes if known, else 0;
+  // kInterrupted: an exception interrupted the use (destroy, never reuse).
+  static constexpr size_t kInterrupted = ~size_t{0};
   void Return(Entry* entry, size_t size_hint);
   static google::protobuf::Message* MessageOf(Entry* entry);
   MessagePoolStats Stats() const;
@@ -206,6 +216,7 @@ class MessagePoolCore {
   std::atomic<uint64_t> evicted_{0};
   std::atomic<uint64_t> garbage_{0};
   std::atomic<uint64_t> aged_{0};
+  std::atomic<uint64_t> interrupted_{0};
   std::atomic<uint64_t> dropped_{0};
   StripedCounter fresh_;
 };
@@ -247,7 +258,14 @@ class PooledMessage {
     }
     return *this;
   }
-  ~PooledMessage() { reset(); }
+  ~PooledMessage() {
+    // Destroyed by stack unwinding: the exception may have left the message
+    // half-modified (see the pool's "Out of memory" note).
+    if (entry_ != nullptr && std::uncaught_exceptions() != 0) {
+      size_hint_ = internal::MessagePoolCore::kInterrupted;
+    }
+    reset();
+  }
 
   T* get() const { return message_; }
   T* operator->() const {
@@ -266,12 +284,13 @@ class PooledMessage {
     ARENARPC_DCHECK(message_ != nullptr,
                     "PooledMessage: use of an empty handle (returned, moved "
                     "from or default-constructed)");
+    // Stays kInterrupted if the parse throws (std::bad_alloc).
+    size_hint_ = internal::MessagePoolCore::kInterrupted;
+    const bool ok =
+        message_->ParseFromArray(wire.data(), static_cast<int>(wire.size()));
     size_hint_ = wire.size();
-    if (message_->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
-      return true;
-    }
-    message_->Clear();
-    return false;
+    if (!ok) message_->Clear();
+    return ok;
   }
   // The message's content size in serialized bytes, if the caller knows it
   // (saves the pool a ByteSizeLong() walk on a sampled return).
