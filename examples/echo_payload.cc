@@ -3,8 +3,8 @@
 // exact load with ghz:
 //
 //   arenarpc_echo_payload --scale=100 --seed=7 --out=request.bin
-//   ghz --insecure --async --rps=750 --duration=30s \
-//       --call=arenarpc.echo.EchoService.Echo --binary-file=request.bin \
+//   ghz --insecure --async --rps=750 --duration=30s
+//       --call=arenarpc.echo.EchoService.Echo --binary-file=request.bin
 //       127.0.0.1:PORT
 //
 // The same (scale, seed) always gives the same bytes.

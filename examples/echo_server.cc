@@ -1,14 +1,14 @@
 // arenarpc_echo_server: the echo service with a start-up allocation mode.
 //
 //   arenarpc_echo_server --port=0 --mode=arena      # prints "listening on N"
-//   grpcurl -plaintext -d '{"payload":["aGk="]}' 127.0.0.1:N \
+//   grpcurl -plaintext -d '{"payload":["aGk="]}' 127.0.0.1:N
 //       arenarpc.echo.EchoService/Echo
 //   grpcurl -plaintext 127.0.0.1:N grpc.health.v1.Health/Check
 //   ghz --insecure --call arenarpc.echo.EchoService.Echo -d '{}' 127.0.0.1:N
 //
 //   # Which mode would be cheaper, measured on live traffic; samples kept
 //   # for arenarpc_advise (docs/ADVISE.md):
-//   arenarpc_echo_server --mode=heap --shadow_sample_one_in=100 \
+//   arenarpc_echo_server --mode=heap --shadow_sample_one_in=100
 //       --capture_dir=/tmp/echo-samples
 //
 // Overload and idle memory (docs/RELIABILITY.md): at most

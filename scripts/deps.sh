@@ -12,6 +12,7 @@ packages=(
   libtbb-dev libboost-dev
   python3 python3-matplotlib
   clang-14 libclang-rt-14-dev  # the fuzz leg: libFuzzer, ASan, UBSan
+  clang-format-14 clang-format  # the format leg (scripts/format.sh)
 )
 
 sudo_cmd=()

@@ -13,6 +13,7 @@ export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 CC=clang-14 CXX=clang++-14 cmake -S . -B build/fuzz -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARENARPC_SANITIZE=address,undefined \
   -DARENARPC_BUILD_FUZZ=ON -DARENARPC_BUILD_GRPC=OFF -DARENARPC_BUILD_TESTS=OFF \
+  -DARENARPC_WERROR=ON \
   -DARENARPC_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_C_COMPILER_LAUNCHER=ccache >/dev/null
 harnesses=(arena_parse pooled_parse caller_parse)

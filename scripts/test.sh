@@ -1,30 +1,36 @@
 #!/usr/bin/env bash
-# The whole test suite: unit tests under ASan+UBSan (Debug, debug checks on),
+# The whole test suite: first the format check (scripts/format.sh --check),
+# then unit tests under ASan+UBSan (Debug, debug checks on),
 # then the concurrency tests under TSan (the core, and the gRPC adapters
 # without a gRPC runtime: Debian's gRPC is not TSan-instrumented, see
 # docs/GRPC.md), then the core against protobuf 33.6 under ASan (see
 # the end; skipped, and said so, without the sources). Installs what it
 # needs first. Then the fuzz leg: each libFuzzer harness for 60 s
-# (scripts/fuzz.sh). ARENARPC_TEST_LEGS picks legs (default
-# "asan tsan fuzz modern").
+# (scripts/fuzz.sh). Every build treats warnings as errors
+# (ARENARPC_WERROR). ARENARPC_TEST_LEGS picks legs (default
+# "format asan tsan fuzz modern").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 
 jobs=$(nproc)
-legs=" ${ARENARPC_TEST_LEGS:-asan tsan fuzz modern} "
+legs=" ${ARENARPC_TEST_LEGS:-format asan tsan fuzz modern} "
 leg() { [[ "$legs" == *" $1 "* ]]; }
+
+if leg format; then
+  scripts/format.sh --check
+fi
 
 if leg asan; then
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DARENARPC_SANITIZE=address,undefined
+  -DARENARPC_SANITIZE=address,undefined -DARENARPC_WERROR=ON
 cmake --build build/asan -j "$jobs"
 (cd build/asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs")
 fi
 
 if leg tsan; then
 cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DARENARPC_SANITIZE=thread -DARENARPC_BUILD_BENCH=OFF
+  -DARENARPC_SANITIZE=thread -DARENARPC_BUILD_BENCH=OFF -DARENARPC_WERROR=ON
 # TSan needs a narrow mmap layout on kernels with high ASLR entropy; the
 # build runs TSan binaries too (protoc-gen-arenarpc, gtest discovery).
 setarch "$(uname -m)" -R cmake --build build/tsan -j "$jobs"
@@ -72,7 +78,7 @@ export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-2G}"
 # ASan only: gcc 12 rejects abseil 20250512's constexpr function-pointer
 # comparisons (hash_policy_traits.h) under -fsanitize=undefined.
 ASAN_OPTIONS=detect_leaks=0 cmake -S . -B build/asan-modern -G Ninja \
-  -DCMAKE_BUILD_TYPE=Debug -DARENARPC_SANITIZE=address \
+  -DCMAKE_BUILD_TYPE=Debug -DARENARPC_SANITIZE=address -DARENARPC_WERROR=ON \
   -DARENARPC_BUILD_GRPC=OFF -DCMAKE_PREFIX_PATH="$modern_prefix" \
   -DARENARPC_PROTOC="$modern_protoc" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_C_COMPILER_LAUNCHER=ccache

@@ -2,7 +2,7 @@
 // request sizes and a deadline on every call, counting every call's final
 // status (bench/reliability/overload.sh and soak.sh).
 //
-//   arenarpc_reliability_load --target=127.0.0.1:N --rps=300 --seconds=60 \
+//   arenarpc_reliability_load --target=127.0.0.1:N --rps=300 --seconds=60
 //       --mix=90:1,9:30,1:2900 --deadline_ms=2000
 //   arenarpc_reliability_load --target=... --rps=0 --concurrency=64  # closed
 //

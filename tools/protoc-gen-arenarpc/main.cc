@@ -10,8 +10,8 @@
 // service mixing sync and callback methods compiles), and returns how many
 // it installed. Streaming methods have no allocator hook in gRPC.
 //
-//   protoc --plugin=protoc-gen-arenarpc=path/to/protoc-gen-arenarpc \
-//          --arenarpc_out=OUT_DIR foo.proto
+//   protoc --plugin=protoc-gen-arenarpc=path/to/protoc-gen-arenarpc
+//          --arenarpc_out=OUT_DIR foo.proto      (one command line)
 //
 // Why a plugin rather than a template: see arenarpc/grpc/server.h.
 #include <google/protobuf/compiler/code_generator.h>
