@@ -7,8 +7,8 @@
 
 #include "arenarpc/arena.h"
 #include "arenarpc/internal/check.h"
-#include "arenarpc/internal/pointer_cache.h"
 #include "arenarpc/internal/protobuf_compat.h"
+#include "src/internal/pointer_cache.h"
 
 namespace arenarpc::internal {
 
