@@ -8,6 +8,7 @@
 #include "arenarpc/arena.h"
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/protobuf_compat.h"
+#include "src/internal/bucket_percentile.h"
 #include "src/internal/pointer_cache.h"
 
 namespace arenarpc::internal {
@@ -243,22 +244,13 @@ void MessagePoolCore::Observe(size_t size) {
   if (n % 64 != 0) return;
   // Recompute the bound from the histogram (approximate under races).
   uint64_t counts[kBuckets];
-  uint64_t total = 0;
   for (int i = 0; i < kBuckets; ++i) {
     counts[i] = histogram_[i].load(std::memory_order_relaxed);
-    total += counts[i];
   }
-  const uint64_t rank = static_cast<uint64_t>(options_.percentile * static_cast<double>(total));
-  uint64_t seen = 0;
-  int b = kBuckets - 1;
-  for (int i = 0; i < kBuckets; ++i) {
-    seen += counts[i];
-    if (seen > rank) {
-      b = i;
-      break;
-    }
-  }
-  const double upper = b == 0 ? 1.0 : static_cast<double>(uint64_t{1} << b);  // bucket's top
+  const size_t b =
+      PercentileBucket(counts, options_.percentile).value_or(kBuckets - 1);
+  // The bucket's top.
+  const double upper = b == 0 ? 1.0 : static_cast<double>(uint64_t{1} << b);
   size_t bound = static_cast<size_t>(options_.slack * upper);
   bound = std::max(bound, options_.min_bound_bytes);
   bound = std::min(bound, options_.hard_cap_bytes);
