@@ -159,6 +159,8 @@ struct MessagePoolStats {
 
 namespace internal {
 
+class SizeGuard;
+
 // The type-independent engine behind MessagePool<T>.
 class MessagePoolCore {
  public:
@@ -186,8 +188,6 @@ class MessagePoolCore {
   friend class Cache;
   Entry* NewEntry();
   void Rebuild(Entry* entry);
-  void Observe(size_t size);
-  size_t Bound() const { return bound_.load(std::memory_order_relaxed); }
 
   const MessagePoolOptions options_;
   const google::protobuf::Message* const prototype_;
@@ -200,12 +200,7 @@ class MessagePoolCore {
   const bool heap_instances_;
   std::unique_ptr<Cache> cache_;
 
-  // Recent content sizes: counts per power-of-two bucket, halved every
-  // 1024 samples (so the bound follows a shift of the traffic).
-  static constexpr int kBuckets = 40;
-  std::atomic<uint32_t> histogram_[kBuckets] = {};
-  std::atomic<uint32_t> samples_{0};
-  std::atomic<size_t> bound_;
+  std::unique_ptr<SizeGuard> guard_;  // the growth guard
 
   // Updated on every Acquire/return by all threads: striped, not shared.
   StripedCounter in_use_;
