@@ -108,9 +108,11 @@ struct MessagePoolOptions {
   size_t idle_max = 256;       // instances kept process-wide beyond those
   // Growth guard, in serialized bytes of the content an instance held.
   size_t hard_cap_bytes = size_t{8} << 20;
-  // The bound follows this percentile of recent content sizes...
+  // The percentile of recent content sizes (0..1) the bound follows; sizes
+  // above it are the rare large inputs whose capacity is not kept.
   double percentile = 0.9;
-  // ...times this factor, so ordinary variation does not rebuild instances.
+  // Bound = slack x that percentile (its power-of-two bucket's top), so
+  // ordinary variation above the percentile does not rebuild instances.
   double slack = 2.0;
   size_t min_bound_bytes = 16 << 10;  // below this, never rebuild for size
   // Arena bytes an instance may abandon (or grow by) past its footprint
