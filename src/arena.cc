@@ -8,8 +8,8 @@
 #include <unordered_set>
 
 #include "arenarpc/internal/check.h"
-#include "arenarpc/internal/pointer_cache.h"
 #include "arenarpc/page_pool.h"
+#include "src/internal/pointer_cache.h"
 
 namespace arenarpc {
 namespace {

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <optional>
 
 #include "arenarpc/arena.h"
 #include "arenarpc/internal/check.h"
-#include "arenarpc/internal/pointer_cache.h"
 #include "arenarpc/internal/protobuf_compat.h"
+#include "src/internal/pointer_cache.h"
+#include "src/internal/size_guard.h"
 
 namespace arenarpc::internal {
 
@@ -119,7 +119,7 @@ MessagePoolCore::MessagePoolCore(const Message* prototype,
       fresh_arenas_(!reuse_limit_.empty() && !options.reuse_lossy_types),
       heap_instances_(kArenaParseRecreatesStrings && reuse_limit_.empty() &&
                       !options.arena_instances),
-      bound_(options.hard_cap_bytes) {
+      guard_(std::make_unique<SizeGuard>(options)) {
   ARENARPC_CHECK(prototype != nullptr, "MessagePool: null prototype");
   cache_ = std::make_unique<Cache>(this, options);
 }
@@ -192,7 +192,9 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   }
   if (size != 0) {
     e->peak = std::max(e->peak, size);
-    Observe(size);
+    // The guard's shared histogram takes 1 measured return in 4 (at
+    // random), so threads rarely contend for its cache lines.
+    if (OneIn(4)) guard_->Observe(size);
   }
   m->Clear();
   m->ByteSizeLong();  // cached size := 0 (the message is empty: no walk)
@@ -216,7 +218,7 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   }
   e->space = space;
 
-  if (e->peak > Bound()) {
+  if (e->peak > guard_->Bound()) {
     evicted_.fetch_add(1, std::memory_order_relaxed);
     e->Clear();
   } else if (e->footprint > 0 &&
@@ -231,41 +233,6 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   retained_.Add(static_cast<int64_t>(e->space));
   e->Poison(object_size_);
   cache_->Push(e);
-}
-
-void MessagePoolCore::Observe(size_t size) {
-  // The shared histogram is touched by 1 measured return in 4 (at random),
-  // so threads rarely contend for its cache lines.
-  if (!OneIn(4)) return;
-  const int bucket = std::min<int>(std::bit_width(size), kBuckets - 1);
-  histogram_[bucket].fetch_add(1, std::memory_order_relaxed);
-  const uint32_t n = samples_.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (n % 64 != 0) return;
-  // Recompute the bound from the histogram (approximate under races).
-  uint64_t counts[kBuckets];
-  uint64_t total = 0;
-  for (int i = 0; i < kBuckets; ++i) {
-    counts[i] = histogram_[i].load(std::memory_order_relaxed);
-    total += counts[i];
-  }
-  const uint64_t rank = static_cast<uint64_t>(options_.percentile * static_cast<double>(total));
-  uint64_t seen = 0;
-  int b = kBuckets - 1;
-  for (int i = 0; i < kBuckets; ++i) {
-    seen += counts[i];
-    if (seen > rank) {
-      b = i;
-      break;
-    }
-  }
-  const double upper = b == 0 ? 1.0 : static_cast<double>(uint64_t{1} << b);  // bucket's top
-  size_t bound = static_cast<size_t>(options_.slack * upper);
-  bound = std::max(bound, options_.min_bound_bytes);
-  bound = std::min(bound, options_.hard_cap_bytes);
-  bound_.store(bound, std::memory_order_relaxed);
-  if (n % 1024 == 0) {  // decay: recent sizes weigh more
-    for (auto& h : histogram_) h.store(h.load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
-  }
 }
 
 void MessagePoolCore::Trim() { cache_->DrainDepot(); }
@@ -284,7 +251,7 @@ MessagePoolStats MessagePoolCore::Stats() const {
   s.dropped_idle = dropped_.load(std::memory_order_relaxed);
   s.in_use = static_cast<uint64_t>(std::max<int64_t>(0, in_use_.Sum()));
   s.idle = c.in_depot + c.in_threads;
-  s.bound_bytes = Bound();
+  s.bound_bytes = guard_->Bound();
   s.retained_bytes = static_cast<uint64_t>(std::max<int64_t>(0, retained_.Sum()));
   const int64_t kept = kept_bytes_.Sum();
   const int64_t regrown = regrown_bytes_.Sum();

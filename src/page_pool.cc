@@ -7,8 +7,8 @@
 #include <unordered_map>
 
 #include "arenarpc/internal/check.h"
-#include "arenarpc/internal/memory_source.h"
-#include "arenarpc/internal/pointer_cache.h"
+#include "src/internal/memory_source.h"
+#include "src/internal/pointer_cache.h"
 
 namespace arenarpc {
 
@@ -19,7 +19,7 @@ struct PagePool::DebugState {
 };
 
 // Pages come from mmap in batches and go back with munmap (through
-// internal/memory_source.h, where tests inject failures) (any sub-range of
+// src/internal/memory_source.h, where tests inject failures) (any sub-range of
 // a mapping may be unmapped). A cached page is poisoned under ASan.
 class PagePool::Source final : public internal::PointerCache {
  public:

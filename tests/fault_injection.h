@@ -1,5 +1,5 @@
 // Makes the OS refuse 1 in N of the pools' mappings, for tests
-// (internal/memory_source.h). Counts what is mapped, so a test can check
+// (src/internal/memory_source.h). Counts what is mapped, so a test can check
 // that a pool gave everything back.
 //
 //   arenarpc::test::MapFaults faults(/*fail_one_in=*/3);  // armed until ~
@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "arenarpc/internal/memory_source.h"
+#include "src/internal/memory_source.h"
 
 namespace arenarpc::test {
 

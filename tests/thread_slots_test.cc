@@ -74,6 +74,67 @@ struct Payload {
   int value[4];
 };
 
+TEST(ThreadSlotsTest, ValuesArePerThreadAndPerOwner) {
+  TestOwner a([](void*) {});
+  TestOwner b([](void*) {});
+  int va = 0;
+  int vb = 0;
+  EXPECT_EQ(ThreadSlots::Get(a.key()), nullptr);
+  ASSERT_TRUE(ThreadSlots::Set(a.key(), &va));
+  ASSERT_TRUE(ThreadSlots::Set(b.key(), &vb));
+  EXPECT_EQ(ThreadSlots::Get(a.key()), &va);
+  EXPECT_EQ(ThreadSlots::Get(b.key()), &vb);
+  int other = 0;
+  std::thread t([&] {
+    EXPECT_EQ(ThreadSlots::Get(a.key()), nullptr);  // not this thread's
+    ASSERT_TRUE(ThreadSlots::Set(a.key(), &other));
+    EXPECT_EQ(ThreadSlots::Get(a.key()), &other);
+  });
+  t.join();
+  EXPECT_EQ(ThreadSlots::Get(a.key()), &va);
+  EXPECT_EQ(a.hooks(), 1);  // the exited thread's value only
+  EXPECT_EQ(b.hooks(), 0);
+  ASSERT_TRUE(ThreadSlots::Set(a.key(), nullptr));
+  ASSERT_TRUE(ThreadSlots::Set(b.key(), nullptr));
+}
+
+TEST(ThreadSlotsTest, AKeyReusedByALaterOwnerMissesTheOldValue) {
+  int old_value = 0;
+  ThreadSlots::Key old_key;
+  {
+    TestOwner dead([](void*) {});
+    old_key = dead.key();
+    ASSERT_TRUE(ThreadSlots::Set(old_key, &old_value));
+  }
+  TestOwner later([](void*) {});
+  EXPECT_NE(later.key().generation, old_key.generation);
+  EXPECT_EQ(ThreadSlots::Get(later.key()), nullptr);
+}
+
+TEST(ThreadSlotsTest, ManyOwnersOnOneThread) {
+  // More owners than a thread's first array holds: it grows, values kept.
+  constexpr int kOwners = 300;
+  std::vector<std::unique_ptr<TestOwner>> owners;
+  std::vector<int> values(kOwners);
+  std::atomic<int> hooked{0};
+  for (int i = 0; i < kOwners; ++i) {
+    owners.push_back(std::make_unique<TestOwner>([&, i](void* v) {
+      EXPECT_EQ(v, &values[i]);
+      hooked.fetch_add(1);
+    }));
+  }
+  std::thread t([&] {
+    for (int i = 0; i < kOwners; ++i) {
+      ASSERT_TRUE(ThreadSlots::Set(owners[i]->key(), &values[i]));
+    }
+    for (int i = 0; i < kOwners; ++i) {
+      EXPECT_EQ(ThreadSlots::Get(owners[i]->key()), &values[i]);
+    }
+  });
+  t.join();
+  EXPECT_EQ(hooked.load(), kOwners);
+}
+
 TEST(ThreadSlotsTest, ExitHookMayCreateAndDestroyPools) {
   // Thread-exit cleanup that makes and destroys pools (as a message
   // destructor may): Register/Unregister from inside a hook. Under a global

@@ -108,9 +108,11 @@ struct MessagePoolOptions {
   size_t idle_max = 256;       // instances kept process-wide beyond those
   // Growth guard, in serialized bytes of the content an instance held.
   size_t hard_cap_bytes = size_t{8} << 20;
-  // The bound follows this percentile of recent content sizes...
+  // The percentile of recent content sizes (0..1) the bound follows; sizes
+  // above it are the rare large inputs whose capacity is not kept.
   double percentile = 0.9;
-  // ...times this factor, so ordinary variation does not rebuild instances.
+  // Bound = slack x that percentile (its power-of-two bucket's top), so
+  // ordinary variation above the percentile does not rebuild instances.
   double slack = 2.0;
   size_t min_bound_bytes = 16 << 10;  // below this, never rebuild for size
   // Arena bytes an instance may abandon (or grow by) past its footprint
@@ -159,6 +161,8 @@ struct MessagePoolStats {
 
 namespace internal {
 
+class SizeGuard;
+
 // The type-independent engine behind MessagePool<T>.
 class MessagePoolCore {
  public:
@@ -186,8 +190,6 @@ class MessagePoolCore {
   friend class Cache;
   Entry* NewEntry();
   void Rebuild(Entry* entry);
-  void Observe(size_t size);
-  size_t Bound() const { return bound_.load(std::memory_order_relaxed); }
 
   const MessagePoolOptions options_;
   const google::protobuf::Message* const prototype_;
@@ -200,12 +202,7 @@ class MessagePoolCore {
   const bool heap_instances_;
   std::unique_ptr<Cache> cache_;
 
-  // Recent content sizes: counts per power-of-two bucket, halved every
-  // 1024 samples (so the bound follows a shift of the traffic).
-  static constexpr int kBuckets = 40;
-  std::atomic<uint32_t> histogram_[kBuckets] = {};
-  std::atomic<uint32_t> samples_{0};
-  std::atomic<size_t> bound_;
+  std::unique_ptr<SizeGuard> guard_;  // the growth guard
 
   // Updated on every Acquire/return by all threads: striped, not shared.
   StripedCounter in_use_;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "arenarpc/arena.h"
 #include "arenarpc/internal/striped_counter.h"
 #include "arenarpc/page_pool.h"
+#include "src/internal/bucket_percentile.h"
 
 namespace arenarpc {
 namespace {
@@ -53,18 +55,13 @@ int BucketOf(uint64_t bytes) {
   return kArenaBytesBuckets - 1;
 }
 
+// The upper bound of the bucket holding the q-quantile; 0 if no calls.
 uint64_t Percentile(const std::array<uint64_t, kArenaBytesBuckets>& buckets,
                     double q) {
-  uint64_t total = 0;
-  for (uint64_t b : buckets) total += b;
-  if (total == 0) return 0;
-  const auto rank = static_cast<uint64_t>(q * static_cast<double>(total));
-  uint64_t seen = 0;
-  for (int i = 0; i < kArenaBytesBuckets - 1; ++i) {
-    seen += buckets[i];
-    if (seen > rank) return kArenaBytesBucketBounds[i];
-  }
-  return UINT64_MAX;  // in the +Inf bucket
+  const std::optional<size_t> b = internal::PercentileBucket(buckets, q);
+  if (!b.has_value()) return 0;
+  if (*b + 1 == size_t{kArenaBytesBuckets}) return UINT64_MAX;  // +Inf bucket
+  return kArenaBytesBucketBounds[*b];
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 #include <new>
 #include <thread>
 
-#include "arenarpc/internal/memory_source.h"
 #include "arenarpc/object_pool.h"  // ObjectPoolOptions
+#include "src/internal/memory_source.h"
 
 namespace arenarpc::internal {
 namespace {

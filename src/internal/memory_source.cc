@@ -1,4 +1,4 @@
-#include "arenarpc/internal/memory_source.h"
+#include "src/internal/memory_source.h"
 
 #include <sys/mman.h>
 

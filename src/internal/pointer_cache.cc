@@ -1,4 +1,4 @@
-#include "arenarpc/internal/pointer_cache.h"
+#include "src/internal/pointer_cache.h"
 
 #include <algorithm>
 #include <cstring>

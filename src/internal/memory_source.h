@@ -14,8 +14,8 @@
 // Thread safety: all functions may be called concurrently; a swapped-in
 // source must be thread-safe and able to unmap what the previous one mapped
 // (wrap DefaultMemorySource()).
-#ifndef ARENARPC_INTERNAL_MEMORY_SOURCE_H_
-#define ARENARPC_INTERNAL_MEMORY_SOURCE_H_
+#ifndef ARENARPC_SRC_INTERNAL_MEMORY_SOURCE_H_
+#define ARENARPC_SRC_INTERNAL_MEMORY_SOURCE_H_
 
 #include <cstddef>
 
@@ -36,4 +36,4 @@ void UnmapMemory(void* p, size_t len);
 
 }  // namespace arenarpc::internal
 
-#endif  // ARENARPC_INTERNAL_MEMORY_SOURCE_H_
+#endif  // ARENARPC_SRC_INTERNAL_MEMORY_SOURCE_H_

@@ -27,8 +27,8 @@
 // try-locks it), so another thread can empty it safely.
 // Lifetime: a subclass must call Shutdown() in its destructor (Destroy is
 // virtual and cannot run from the base destructor).
-#ifndef ARENARPC_INTERNAL_POINTER_CACHE_H_
-#define ARENARPC_INTERNAL_POINTER_CACHE_H_
+#ifndef ARENARPC_SRC_INTERNAL_POINTER_CACHE_H_
+#define ARENARPC_SRC_INTERNAL_POINTER_CACHE_H_
 
 #include <atomic>
 #include <chrono>
@@ -150,4 +150,4 @@ class PointerCache : private ThreadSlots::Owner {
 
 }  // namespace arenarpc::internal
 
-#endif  // ARENARPC_INTERNAL_POINTER_CACHE_H_
+#endif  // ARENARPC_SRC_INTERNAL_POINTER_CACHE_H_
