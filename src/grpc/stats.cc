@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "arenarpc/grpc/stream.h"
 #include "arenarpc/internal/striped_counter.h"
 #include "arenarpc/metrics.h"
 #include "internal/prometheus_writer.h"
@@ -248,6 +249,20 @@ std::string RenderPrometheusStats() {
     w.Value("arenarpc_grpc_measuring_cpu_seconds_total", "part=\"sampling\"",
             gs.measuring.sampling_cpu_s);
   }
+  const StreamArenaTotals st = GetStreamArenaTotals();
+  w.One("arenarpc_grpc_stream_arenas", "gauge", "StreamArenas alive.",
+        st.streams);
+  w.One("arenarpc_grpc_stream_arenas_total", "counter",
+        "StreamArenas constructed.", st.streams_created);
+  w.One("arenarpc_grpc_stream_messages_total", "counter",
+        "Messages made on StreamArenas.", st.messages);
+  w.One("arenarpc_grpc_stream_generations_total", "counter",
+        "Pooled arenas StreamArenas used (one per generation).",
+        st.generations);
+  w.One("arenarpc_grpc_stream_live_messages", "gauge", "StreamMessages alive.",
+        st.live_messages);
+  w.One("arenarpc_grpc_stream_live_generations", "gauge",
+        "StreamArena generations holding an arena now.", st.live_generations);
   RenderMeasured(w, "auto", gs.auto_methods);
   RenderMeasured(w, "shadow", gs.shadow_methods);
   return out;

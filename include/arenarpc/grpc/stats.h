@@ -15,6 +15,7 @@
 // RenderPrometheusStats() renders (text exposition format 0.0.4):
 //   arenarpc_page_pool_*, arenarpc_arena_*, arenarpc_message_pool_*,
 //   arenarpc_object_pool_*    PrometheusText() (arenarpc/metrics.h)
+//   arenarpc_grpc_stream_*    StreamArenas: all streams summed
 //   arenarpc_grpc_*           calls per mode (label mode="heap|arena|reuse";
 //                             kAuto's calls count under the mode they ran in),
 //                             calls in flight, FreeRequest() calls, and the
