@@ -198,6 +198,10 @@ class ArenaCache final : public internal::PointerCache {
   std::atomic<uint64_t> created_{0};
 };
 
+// Cache() once made; stats read it, so that reading them neither freezes
+// the options nor creates PagePool::Default().
+std::atomic<ArenaCache*> cache_made{nullptr};
+
 ArenaCache& Cache() {
   static ArenaCache* const cache = [] {
     std::lock_guard<std::mutex> lock(options_mu);
@@ -211,7 +215,9 @@ ArenaCache& Cache() {
     global_options.depot_capacity_bytes = pool.depot_capacity_bytes;
     global_options.thread_cache_pages = pool.thread_cache_pages;
     block_size = pool.page_size;
-    return new ArenaCache(global_options);  // leaked: outlives all threads
+    auto* made = new ArenaCache(global_options);  // leaked: outlives threads
+    cache_made.store(made, std::memory_order_release);
+    return made;
   }();
   return *cache;
 }
@@ -245,12 +251,13 @@ ArenaOptions GetGlobalArenaOptions() {
 }
 
 ArenaStats GetArenaStats() {
-  ArenaCache& cache = Cache();
-  const internal::PointerCache::Counts c = cache.GetCounts();
   ArenaStats s;
-  s.arenas_acquired = c.hits + c.misses;
-  s.arenas_created = cache.created();
-  s.arenas_idle = c.in_depot + c.in_threads;
+  if (ArenaCache* cache = cache_made.load(std::memory_order_acquire)) {
+    const internal::PointerCache::Counts c = cache->GetCounts();
+    s.arenas_acquired = c.hits + c.misses;
+    s.arenas_created = cache->created();
+    s.arenas_idle = c.in_depot + c.in_threads;
+  }
   s.blocks_from_heap = heap_blocks.load(std::memory_order_relaxed);
   s.bytes_from_heap = heap_bytes.load(std::memory_order_relaxed);
   s.blocks_from_heap_fallback = fallback_total.load(std::memory_order_relaxed);

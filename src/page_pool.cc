@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -71,6 +72,8 @@ namespace {
 std::mutex default_mu;
 PagePoolOptions default_options;  // guarded by default_mu
 bool default_created = false;     // guarded by default_mu
+// Default() once made: read by stats, which must not create it.
+std::atomic<PagePool*> default_made{nullptr};
 }  // namespace
 
 absl::Status PagePool::Validate(const PagePoolOptions& o) {
@@ -107,10 +110,26 @@ PagePool& PagePool::Default() {
   static PagePool* const pool = [] {
     std::lock_guard<std::mutex> lock(default_mu);
     default_created = true;
-    return new PagePool(default_options);  // leaked: outlives all threads
+    auto* made = new PagePool(default_options);  // leaked: outlives threads
+    default_made.store(made, std::memory_order_release);
+    return made;
   }();
   return *pool;
 }
+
+namespace internal {
+
+PagePoolStats DefaultPagePoolStats() {
+  if (const PagePool* pool = default_made.load(std::memory_order_acquire)) {
+    return pool->Stats();
+  }
+  PagePoolStats s;
+  std::lock_guard<std::mutex> lock(default_mu);
+  s.page_size = default_options.page_size;
+  return s;
+}
+
+}  // namespace internal
 
 absl::Status PagePool::ConfigureDefault(const PagePoolOptions& options) {
   absl::Status status = Validate(options);

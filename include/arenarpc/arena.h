@@ -108,6 +108,8 @@ struct ArenaStats {
   // (the OS refused memory): see "Out of memory" above.
   uint64_t blocks_from_heap_fallback = 0;
 };
+// Creates nothing: before the first arena it returns zeros and leaves
+// SetGlobalArenaOptions() usable.
 ArenaStats GetArenaStats();
 
 // Destroys the pooled idle arenas (each keeps one page) of every thread

@@ -63,8 +63,8 @@
 // message and everything reached from it belong to the pool (do not keep
 // pointers into it after the handle is gone). Full protobuf messages only
 // (reflection is needed for dynamic prototypes), not MessageLite. A pool
-// registered with the gRPC stats (RegisterMessagePoolStats) leaves them in
-// its destructor.
+// registered with the stats (RegisterMessagePoolStats, arenarpc/metrics.h)
+// leaves them in its destructor.
 //
 // Misuse, by build (debug: ARENARPC_DEBUG_CHECKS, on unless NDEBUG):
 //  - a pool destroyed while PooledMessages are alive: debug builds abort
@@ -218,7 +218,7 @@ class MessagePoolCore {
   StripedCounter fresh_;
 };
 
-// Registries that keep pointers to pools (the gRPC stats) set a hook that a
+// Registries that keep pointers to pools (src/metrics.cc) set a hook that a
 // MessagePool's destructor calls with its address, before anything of the
 // pool is destroyed. One hook process-wide; nullptr removes it.
 void SetMessagePoolDestroyedHook(void (*hook)(const void* pool));

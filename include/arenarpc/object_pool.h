@@ -14,6 +14,9 @@
 //   arenarpc::ObjectPoolStats s = pool.Stats();  // one lock, no walk of objects
 //   pool.Trim();                     // gives fully free blocks back to the OS
 //
+//   // In arenarpc::PrometheusText() (arenarpc/metrics.h):
+//   arenarpc::RegisterObjectPoolStats("my.Request", &pool);
+//
 // Design. Objects live in blocks (256 KiB by default) mapped from the OS and
 // aligned to their size; a live object costs exactly its size rounded up to
 // its alignment, with no per-object header. Each thread caches free objects
@@ -115,6 +118,10 @@ template <class T>
 class ObjectPool;
 
 namespace internal {
+// Removes a destroyed pool from the stats registry (src/metrics.cc); cheap
+// when no pool was ever registered.
+void NotifyObjectPoolDestroyed(const void* pool);
+
 // Storage of ObjectPool<T>::Default(): a union, so that no destructor runs
 // at exit (threads and static destructors may still use the pool).
 template <class T>
@@ -132,8 +139,9 @@ class ObjectPool {
  public:
   explicit ObjectPool(const ObjectPoolOptions& options = {})
       : pool_(sizeof(T), alignof(T), options) {}
-  // Unmaps all memory; see "Lifetime" above.
-  ~ObjectPool() = default;
+  // Unmaps all memory; see "Lifetime" above. Leaves the stats registry
+  // (arenarpc/metrics.h) first.
+  ~ObjectPool() { internal::NotifyObjectPoolDestroyed(this); }
   ObjectPool(const ObjectPool&) = delete;
   ObjectPool& operator=(const ObjectPool&) = delete;
 

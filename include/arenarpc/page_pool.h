@@ -146,6 +146,13 @@ class PagePool final {
   std::unique_ptr<DebugState> debug_;  // only with ARENARPC_DEBUG_CHECKS
 };
 
+namespace internal {
+// PagePool::Default().Stats() if it was used, else zeros with the page size
+// it will have: stats readers must not create it (that would fix its
+// options).
+PagePoolStats DefaultPagePoolStats();
+}  // namespace internal
+
 }  // namespace arenarpc
 
 #endif  // ARENARPC_PAGE_POOL_H_

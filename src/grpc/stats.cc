@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "arenarpc/arena.h"
+#include "arenarpc/grpc/stream.h"
 #include "arenarpc/internal/striped_counter.h"
 #include "arenarpc/page_pool.h"
 #include "src/internal/bucket_percentile.h"
+#include "arenarpc/metrics.h"
+#include "src/internal/prometheus_writer.h"
 
 namespace arenarpc {
 namespace {
@@ -29,23 +31,6 @@ struct ModeCounters {
 ModeCounters* Counters() {
   static ModeCounters* const counters = new ModeCounters[kNumAllocationModes];
   return counters;
-}
-
-struct PoolEntry {
-  std::string name;
-  bool used_by_grpc;
-  MessagePoolStats (*stats)(const void*);
-  const void* pool;
-};
-
-struct Registry {
-  std::mutex mu;
-  std::vector<PoolEntry> pools;
-};
-
-Registry& GetRegistry() {
-  static Registry* const registry = new Registry();
-  return *registry;
 }
 
 int BucketOf(uint64_t bytes) {
@@ -86,37 +71,7 @@ void RecordFreeRequest(AllocationMode mode) {
       1, std::memory_order_relaxed);
 }
 
-// A destroyed pool leaves the registry before any of it is gone; readers
-// hold the registry lock while they read a pool, so none reads it after.
-void UnregisterMessagePool(const void* pool) {
-  Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  std::erase_if(r.pools, [pool](const PoolEntry& e) { return e.pool == pool; });
-}
-
-void RegisterMessagePool(std::string name, bool used_by_grpc,
-                         MessagePoolStats (*stats)(const void*),
-                         const void* pool) {
-  SetMessagePoolDestroyedHook(&UnregisterMessagePool);
-  Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  r.pools.push_back({std::move(name), used_by_grpc, stats, pool});
-}
-
 }  // namespace internal
-
-std::vector<NamedMessagePoolStats> GetMessagePoolStats() {
-  // Under the lock: a pool being destroyed waits in UnregisterMessagePool
-  // until this read is done (Stats() is cheap: no walk of messages).
-  Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  std::vector<NamedMessagePoolStats> out;
-  out.reserve(r.pools.size());
-  for (const PoolEntry& p : r.pools) {
-    out.push_back({p.name, p.used_by_grpc, p.stats(p.pool)});
-  }
-  return out;
-}
 
 GrpcStats GetGrpcStats() {
   GrpcStats s;
@@ -155,51 +110,8 @@ GrpcStats GetGrpcStats() {
 
 namespace {
 
-// Label values: escape backslash, double quote and newline.
-std::string Escape(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
-class Writer {
- public:
-  // Writes HELP and TYPE once per family.
-  void Family(std::string_view name, std::string_view type,
-              std::string_view help) {
-    out_.append("# HELP ").append(name).append(" ").append(help);
-    out_.append("\n# TYPE ").append(name).append(" ").append(type);
-    out_.append("\n");
-  }
-  void Sample(std::string_view name, std::string_view labels, uint64_t value) {
-    out_.append(name);
-    if (!labels.empty()) out_.append("{").append(labels).append("}");
-    out_.append(" ").append(std::to_string(value)).append("\n");
-  }
-  void Value(std::string_view name, std::string_view labels, double value) {
-    out_.append(name);
-    if (!labels.empty()) out_.append("{").append(labels).append("}");
-    out_.append(" ").append(absl::StrCat(value)).append("\n");
-  }
-  void One(std::string_view name, std::string_view type, std::string_view help,
-           uint64_t value) {
-    Family(name, type, help);
-    Sample(name, "", value);
-  }
-  std::string Take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
+using internal::PrometheusEscape;
+using Writer = internal::PrometheusWriter;
 
 std::string ModeLabel(int m) {
   return absl::StrCat("mode=\"",
@@ -213,7 +125,7 @@ void RenderMeasured(Writer& w, std::string_view kind,
   const bool automatic = kind == "auto";
   const std::string p = absl::StrCat("arenarpc_grpc_", std::string(kind), "_");
   auto method = [](const MeasuredMethodStats& a) {
-    return absl::StrCat("method=\"", Escape(a.method), "\"");
+    return absl::StrCat("method=\"", PrometheusEscape(a.method), "\"");
   };
   const std::string pick = p + (automatic ? "chosen" : "recommended");
   w.Family(pick, "gauge",
@@ -268,98 +180,9 @@ void RenderMeasured(Writer& w, std::string_view kind,
 }  // namespace
 
 std::string RenderPrometheusStats() {
-  Writer w;
-  const PagePoolStats pp = PagePool::Default().Stats();
-  w.One("arenarpc_page_pool_page_size_bytes", "gauge",
-        "Bytes per page of the default page pool.", pp.page_size);
-  w.One("arenarpc_page_pool_pages_in_use", "gauge",
-        "Pages handed out and not yet returned.", pp.pages_in_use);
-  w.One("arenarpc_page_pool_pages_cached", "gauge",
-        "Pages kept for reuse in thread caches and the depot.", pp.pages_cached);
-  w.One("arenarpc_page_pool_pages_in_depot", "gauge",
-        "Pages kept for reuse in the shared depot.", pp.pages_in_depot);
-  w.One("arenarpc_page_pool_bytes_held", "gauge",
-        "Bytes mapped from the OS now (in use plus cached).", pp.bytes_held());
-  w.One("arenarpc_page_pool_os_pages_allocated_total", "counter",
-        "Pages mapped from the OS.", pp.os_pages_allocated);
-  w.One("arenarpc_page_pool_os_pages_released_total", "counter",
-        "Pages unmapped.", pp.os_pages_released);
-  w.One("arenarpc_page_pool_cache_hits_total", "counter",
-        "Allocations served by a thread cache.", pp.cache_hits);
-  w.One("arenarpc_page_pool_cache_misses_total", "counter",
-        "Allocations served by the depot or the OS.", pp.cache_misses);
-
-  const ArenaStats as = GetArenaStats();
-  w.One("arenarpc_arena_acquired_total", "counter",
-        "ScopedArenas constructed.", as.arenas_acquired);
-  w.One("arenarpc_arena_created_total", "counter",
-        "protobuf Arena objects built.", as.arenas_created);
-  w.One("arenarpc_arena_idle", "gauge", "Arenas kept for reuse.",
-        as.arenas_idle);
-  w.One("arenarpc_arena_heap_blocks_total", "counter",
-        "Oversize arena blocks taken from the heap.", as.blocks_from_heap);
-  w.One("arenarpc_arena_heap_bytes_total", "counter",
-        "Bytes of oversize arena blocks.", as.bytes_from_heap);
-  w.One("arenarpc_arena_heap_fallback_blocks_total", "counter",
-        "Arena pages taken from the heap because the page pool had none.",
-        as.blocks_from_heap_fallback);
-
-  const std::vector<NamedMessagePoolStats> pools = GetMessagePoolStats();
-  struct PoolField {
-    const char* name;
-    const char* type;
-    const char* help;
-    uint64_t MessagePoolStats::*field;
-  };
-  static constexpr PoolField kPoolFields[] = {
-      {"arenarpc_message_pool_acquisitions_total", "counter",
-       "Messages acquired.", &MessagePoolStats::acquisitions},
-      {"arenarpc_message_pool_reuse_hits_total", "counter",
-       "Acquisitions served by an existing instance.",
-       &MessagePoolStats::reuse_hits},
-      {"arenarpc_message_pool_created_total", "counter", "Instances built.",
-       &MessagePoolStats::created},
-      {"arenarpc_message_pool_evicted_by_guard_total", "counter",
-       "Instances rebuilt on return: held content above the bound.",
-       &MessagePoolStats::evicted_by_guard},
-      {"arenarpc_message_pool_rebuilt_garbage_total", "counter",
-       "Instances rebuilt on return: abandoned arena bytes over the limit.",
-       &MessagePoolStats::rebuilt_garbage},
-      {"arenarpc_message_pool_rebuilt_aged_total", "counter",
-       "Instances rebuilt after rebuild_every uses.",
-       &MessagePoolStats::rebuilt_aged},
-      {"arenarpc_message_pool_rebuilt_after_exception_total", "counter",
-       "Instances destroyed on return: an exception interrupted their use.",
-       &MessagePoolStats::rebuilt_after_exception},
-      {"arenarpc_message_pool_fresh_arena_returns_total", "counter",
-       "Returns that reset the instance's arena: Clear() cannot keep the type.",
-       &MessagePoolStats::fresh_arena_returns},
-      {"arenarpc_message_pool_dropped_idle_total", "counter",
-       "Instances destroyed: idle bound reached.",
-       &MessagePoolStats::dropped_idle},
-      {"arenarpc_message_pool_in_use", "gauge", "Messages on loan.",
-       &MessagePoolStats::in_use},
-      {"arenarpc_message_pool_idle", "gauge", "Instances kept for reuse.",
-       &MessagePoolStats::idle},
-      {"arenarpc_message_pool_bound_bytes", "gauge",
-       "The growth guard's current bound.", &MessagePoolStats::bound_bytes},
-      {"arenarpc_message_pool_retained_bytes", "gauge",
-       "Arena bytes held by idle instances.",
-       &MessagePoolStats::retained_bytes},
-      {"arenarpc_message_pool_kept_percent", "gauge",
-       "Share of an instance's arena bytes a use did not allocate again.",
-       &MessagePoolStats::kept_percent},
-  };
-  if (!pools.empty()) {
-    for (const PoolField& f : kPoolFields) {
-      w.Family(f.name, f.type, f.help);
-      for (const NamedMessagePoolStats& p : pools) {
-        w.Sample(f.name, absl::StrCat("pool=\"", Escape(p.name), "\""),
-                 p.stats.*f.field);
-      }
-    }
-  }
-
+  std::string out;
+  AppendPrometheusText(&out);  // page pool, arenas, message and object pools
+  Writer w(&out);
   const GrpcStats gs = GetGrpcStats();
   auto mode_label = ModeLabel;
   w.Family("arenarpc_grpc_calls_total", "counter",
@@ -424,9 +247,23 @@ std::string RenderPrometheusStats() {
     w.Value("arenarpc_grpc_measuring_cpu_seconds_total", "part=\"sampling\"",
             gs.measuring.sampling_cpu_s);
   }
+  const StreamArenaTotals st = GetStreamArenaTotals();
+  w.One("arenarpc_grpc_stream_arenas", "gauge", "StreamArenas alive.",
+        st.streams);
+  w.One("arenarpc_grpc_stream_arenas_total", "counter",
+        "StreamArenas constructed.", st.streams_created);
+  w.One("arenarpc_grpc_stream_messages_total", "counter",
+        "Messages made on StreamArenas.", st.messages);
+  w.One("arenarpc_grpc_stream_generations_total", "counter",
+        "Pooled arenas StreamArenas used (one per generation).",
+        st.generations);
+  w.One("arenarpc_grpc_stream_live_messages", "gauge", "StreamMessages alive.",
+        st.live_messages);
+  w.One("arenarpc_grpc_stream_live_generations", "gauge",
+        "StreamArena generations holding an arena now.", st.live_generations);
   RenderMeasured(w, "auto", gs.auto_methods);
   RenderMeasured(w, "shadow", gs.shadow_methods);
-  return w.Take();
+  return out;
 }
 
 }  // namespace arenarpc

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "arenarpc/internal/striped_counter.h"
+
 namespace arenarpc {
 namespace internal {
 
@@ -16,7 +18,47 @@ struct StreamGeneration {
 
 using internal::StreamGeneration;
 
-StreamArena::StreamArena(size_t recycle_bytes) : recycle_bytes_(recycle_bytes) {}
+namespace {
+
+// Process-wide mirror of every StreamArena's stats_: striped, because many
+// streams make messages at once.
+struct Totals {
+  internal::StripedCounter streams;
+  internal::StripedCounter streams_created;
+  internal::StripedCounter messages;
+  internal::StripedCounter generations;
+  internal::StripedCounter live_messages;
+  internal::StripedCounter live_generations;
+};
+
+Totals& GetTotals() {
+  static Totals* const totals = new Totals();  // outlives all streams
+  return *totals;
+}
+
+uint64_t Read(const internal::StripedCounter& c) {
+  const int64_t v = c.Sum();
+  return v < 0 ? 0 : static_cast<uint64_t>(v);  // torn read under load
+}
+
+}  // namespace
+
+StreamArenaTotals GetStreamArenaTotals() {
+  const Totals& t = GetTotals();
+  StreamArenaTotals s;
+  s.streams = Read(t.streams);
+  s.streams_created = Read(t.streams_created);
+  s.messages = Read(t.messages);
+  s.generations = Read(t.generations);
+  s.live_messages = Read(t.live_messages);
+  s.live_generations = Read(t.live_generations);
+  return s;
+}
+
+StreamArena::StreamArena(size_t recycle_bytes) : recycle_bytes_(recycle_bytes) {
+  GetTotals().streams.Add(1);
+  GetTotals().streams_created.Add(1);
+}
 
 StreamArena::~StreamArena() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -26,6 +68,8 @@ StreamArena::~StreamArena() {
                  static_cast<unsigned long long>(stats_.live_messages));
     std::abort();
   }
+  if (current_ != nullptr) GetTotals().live_generations.Add(-1);
+  GetTotals().streams.Add(-1);
   delete current_;
 }
 
@@ -37,6 +81,7 @@ StreamGeneration* StreamArena::Acquire() {
       delete current_;
       current_ = nullptr;
       --stats_.live_generations;
+      GetTotals().live_generations.Add(-1);
     } else if (current_->arena.SpaceAllocated() >= recycle_bytes_) {
       // Still in use: released by its last message (Unref).
       current_ = nullptr;
@@ -46,11 +91,15 @@ StreamGeneration* StreamArena::Acquire() {
     current_ = new StreamGeneration();
     ++stats_.generations;
     ++stats_.live_generations;
+    GetTotals().generations.Add(1);
+    GetTotals().live_generations.Add(1);
   }
   current_->used = true;
   ++current_->live;
   ++stats_.messages;
   ++stats_.live_messages;
+  GetTotals().messages.Add(1);
+  GetTotals().live_messages.Add(1);
   return current_;
 }
 
@@ -63,9 +112,11 @@ void StreamArena::Unref(StreamGeneration* generation) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     --stats_.live_messages;
+    GetTotals().live_messages.Add(-1);
     if (--generation->live == 0 && generation != current_) {
       dead = generation;
       --stats_.live_generations;
+      GetTotals().live_generations.Add(-1);
     }
   }
   delete dead;  // outside the lock: runs message destructors

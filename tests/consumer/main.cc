@@ -2,8 +2,10 @@
 #include <google/protobuf/struct.pb.h>
 
 #include <cstdio>
+#include <string>
 
 #include "arenarpc/arena.h"
+#include "arenarpc/metrics.h"
 #include "arenarpc/page_pool.h"
 
 int main() {
@@ -19,6 +21,11 @@ int main() {
   if (!parsed.ParseFromString(wire)) return 2;
   if (parsed.fields().at("hello").string_value() != "world") return 3;
   if (arenarpc::PagePool::Default().Stats().os_pages_allocated == 0) return 4;
+  // Core metrics, no gRPC linked.
+  if (arenarpc::PrometheusText().find("arenarpc_arena_acquired_total 1") ==
+      std::string::npos) {
+    return 5;
+  }
   std::puts("consumer ok");
   return 0;
 }

@@ -202,7 +202,8 @@ TEST(PrometheusTest, RendersEveryFamilyWellFormed) {
        {"arenarpc_page_pool_pages_in_use", "arenarpc_arena_acquired_total",
         "arenarpc_message_pool_reuse_hits_total", "arenarpc_grpc_calls_total",
         "arenarpc_grpc_arena_bytes_per_call", "arenarpc_grpc_reuse_hits_total",
-        "arenarpc_grpc_reuse_evictions_total"}) {
+        "arenarpc_grpc_reuse_evictions_total", "arenarpc_grpc_stream_arenas",
+        "arenarpc_grpc_stream_messages_total"}) {
     EXPECT_TRUE(typed.count(family)) << family;
   }
   EXPECT_NE(text.find("pool=\"test.Items \\\"quoted\\\"\""), std::string::npos);
@@ -277,6 +278,44 @@ TEST(StreamArenaTest, PingPongRecyclesBetweenMessages) {
   EXPECT_EQ(s.generations, 20u);  // a fresh arena per exchange
   EXPECT_EQ(s.live_messages, 0u);
   EXPECT_LE(s.live_generations, 1u);
+}
+
+// Every StreamArena summed, exported as arenarpc_grpc_stream_*.
+TEST(StreamArenaTest, TotalsAreExported) {
+  auto value = [](const std::string& series) -> uint64_t {
+    const std::string text = RenderPrometheusStats();
+    const size_t at = text.find("\n" + series + " ");
+    if (at == std::string::npos) {
+      ADD_FAILURE() << series << " missing";
+      return 0;
+    }
+    return std::stoull(text.substr(at + series.size() + 2));
+  };
+  const StreamArenaTotals before = GetStreamArenaTotals();
+  const uint64_t messages = value("arenarpc_grpc_stream_messages_total");
+  {
+    StreamArena arena;
+    StreamMessage<EchoRequest> a = arena.Make<EchoRequest>();
+    StreamMessage<EchoResponse> b = arena.Make<EchoResponse>();
+    const StreamArenaTotals t = GetStreamArenaTotals();
+    EXPECT_EQ(t.streams, before.streams + 1);
+    EXPECT_EQ(t.streams_created, before.streams_created + 1);
+    EXPECT_EQ(t.messages, before.messages + 2);
+    EXPECT_EQ(t.live_messages, before.live_messages + 2);
+    EXPECT_EQ(t.live_generations, before.live_generations + 1);
+    EXPECT_EQ(value("arenarpc_grpc_stream_messages_total"), messages + 2);
+    EXPECT_EQ(value("arenarpc_grpc_stream_live_messages"),
+              before.live_messages + 2);
+    EXPECT_EQ(value("arenarpc_grpc_stream_arenas"), before.streams + 1);
+    EXPECT_GE(value("arenarpc_grpc_stream_generations_total"), 1u);
+    EXPECT_GE(value("arenarpc_grpc_stream_live_generations"), 1u);
+  }
+  const StreamArenaTotals after = GetStreamArenaTotals();
+  EXPECT_EQ(after.streams, before.streams);
+  EXPECT_EQ(after.live_messages, before.live_messages);
+  EXPECT_EQ(after.live_generations, before.live_generations);
+  EXPECT_EQ(value("arenarpc_grpc_stream_arenas_total"),
+            before.streams_created + 1);
 }
 
 TEST(StreamArenaTest, OverlappingMessagesRotateAtTheThreshold) {

@@ -125,6 +125,7 @@
 #include "arenarpc/allocation_mode.h"
 #include "arenarpc/arena.h"
 #include "arenarpc/message_pool.h"
+#include "arenarpc/metrics.h"
 
 namespace arenarpc {
 
@@ -179,10 +180,6 @@ namespace internal {
 void RecordAllocate(AllocationMode mode);
 void RecordRelease(AllocationMode mode, uint64_t arena_bytes);
 void RecordFreeRequest(AllocationMode mode);
-// Makes `pool` visible to GetGrpcStats() and RenderPrometheusStats().
-void RegisterMessagePool(std::string name, bool used_by_grpc,
-                         MessagePoolStats (*stats)(const void*),
-                         const void* pool);
 // Idle trimming and the pooled-memory cap (src/grpc/idle_trim.cc).
 void RegisterMessagePoolTrim(void (*trim)(void*), void* pool);
 void ApplyServerLimits(const ServerOptions& options);

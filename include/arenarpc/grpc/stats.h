@@ -13,10 +13,9 @@
 //   arenarpc::RegisterMessagePoolStats("my.Doc", &docs);
 //
 // RenderPrometheusStats() renders (text exposition format 0.0.4):
-//   arenarpc_page_pool_*      PagePool::Default().Stats()
-//   arenarpc_arena_*          GetArenaStats()
-//   arenarpc_message_pool_*   every registered MessagePool, label pool="..."
-//                             (kReuse's pools register themselves)
+//   arenarpc_page_pool_*, arenarpc_arena_*, arenarpc_message_pool_*,
+//   arenarpc_object_pool_*    PrometheusText() (arenarpc/metrics.h)
+//   arenarpc_grpc_stream_*    StreamArenas: all streams summed
 //   arenarpc_grpc_*           calls per mode (label mode="heap|arena|reuse";
 //                             kAuto's calls count under the mode they ran in),
 //                             calls in flight, FreeRequest() calls, and the
@@ -43,6 +42,7 @@
 
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/message_pool.h"
+#include "arenarpc/metrics.h"  // GetMessagePoolStats, RegisterMessagePoolStats
 
 namespace arenarpc {
 
@@ -124,23 +124,8 @@ struct GrpcStats {
 };
 GrpcStats GetGrpcStats();
 
-// One registered message pool.
-struct NamedMessagePoolStats {
-  std::string name;
-  bool used_by_grpc = false;
-  MessagePoolStats stats;
-};
-std::vector<NamedMessagePoolStats> GetMessagePoolStats();
-
-template <class T>
-void RegisterMessagePoolStats(std::string name, const MessagePool<T>* pool) {
-  internal::RegisterMessagePool(
-      std::move(name), /*used_by_grpc=*/false,
-      [](const void* p) { return static_cast<const MessagePool<T>*>(p)->Stats(); },
-      pool);
-}
-
-// All of the above, plus page pool and arena stats, in the Prometheus text
+// All of the above after the core's PrometheusText() (arenarpc/metrics.h:
+// page pool, arenas, message and object pools), in the Prometheus text
 // exposition format.
 std::string RenderPrometheusStats();
 

@@ -134,6 +134,19 @@ class StreamArena {
   Stats stats_;                                    // guarded by mu_
 };
 
+// Every StreamArena of the process summed: RenderPrometheusStats() exports
+// it as arenarpc_grpc_stream_*. Thread-safe; counters are read without
+// stopping the streams, so a snapshot under load may be off by a message.
+struct StreamArenaTotals {
+  uint64_t streams = 0;          // StreamArenas alive now
+  uint64_t streams_created = 0;  // constructed so far
+  uint64_t messages = 0;         // made so far
+  uint64_t generations = 0;      // arenas used so far
+  uint64_t live_messages = 0;
+  uint64_t live_generations = 0;
+};
+StreamArenaTotals GetStreamArenaTotals();
+
 template <class T, class... Args>
 StreamMessage<T> StreamArena::Make(Args&&... args) {
   internal::StreamGeneration* g = Acquire();
