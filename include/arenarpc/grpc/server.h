@@ -7,13 +7,15 @@
 //   ...
 //   absl::StatusOr<arenarpc::AllocationMode> mode =
 //       arenarpc::ParseAllocationMode(absl::GetFlag(FLAGS_mode));
-//   EchoServiceImpl service;                  // an EchoService::CallbackService
+//   EchoServiceImpl service;                  // an
+//   EchoService::CallbackService
 //   arenarpc::echo::InstallEchoServiceAllocators(&service, *mode);  // one line
 //   builder.RegisterService(&service);
 //
 //   // Without the plugin: list the generated setters (one line per service).
 //   arenarpc::InstallMessageAllocators(
-//       &service, *mode, &EchoService::CallbackService::SetMessageAllocatorFor_Echo);
+//       &service, *mode,
+//       &EchoService::CallbackService::SetMessageAllocatorFor_Echo);
 //
 //   // In a handler, optionally drop the request early (every mode frees it):
 //   context->GetRpcAllocatorState()->FreeRequest();
@@ -122,16 +124,12 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "arenarpc/allocation_mode.h"
 #include "arenarpc/arena.h"
+#include "arenarpc/grpc/allocation_mode.h"
+#include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/message_pool.h"
 
 namespace arenarpc {
-
-// `mode` after the kill switch (see above).
-AllocationMode EffectiveAllocationMode(AllocationMode mode);
-// True if the kill switch is on (build option or environment).
-bool ArenasDisabled();
 
 // Shadow measurement of a server's methods (see above). Off by default.
 struct ShadowOptions {
@@ -175,23 +173,8 @@ struct ServerOptions {
 };
 
 namespace internal {
-// Stats hooks (src/grpc/stats.cc).
-void RecordAllocate(AllocationMode mode);
-void RecordRelease(AllocationMode mode, uint64_t arena_bytes);
-void RecordFreeRequest(AllocationMode mode);
-// Makes `pool` visible to GetGrpcStats() and RenderPrometheusStats().
-void RegisterMessagePool(std::string name, bool used_by_grpc,
-                         MessagePoolStats (*stats)(const void*),
-                         const void* pool);
-// Idle trimming and the pooled-memory cap (src/grpc/idle_trim.cc).
-void RegisterMessagePoolTrim(void (*trim)(void*), void* pool);
+// Starts idle trimming and sets the pooled-memory cap (src/grpc/idle_trim.cc).
 void ApplyServerLimits(const ServerOptions& options);
-// True if the pooled-memory cap is set and exceeded now (then also asks
-// the trimming thread to trim the depots); counts the fallback call.
-bool OverPooledCap();
-uint64_t OverCapHeapCalls();
-uint64_t IdleTrims();
-uint64_t CapTrims();
 
 template <class T>
 std::string MessageTypeName() {
@@ -225,7 +208,8 @@ namespace internal {
 class MethodMeter {
  public:
   // `mode`: kAuto (the chooser's pick runs) or the installed mode.
-  MethodMeter(std::string name, AllocationMode mode, const ShadowOptions& shadow,
+  MethodMeter(std::string name, AllocationMode mode,
+              const ShadowOptions& shadow,
               const google::protobuf::Message* request_prototype,
               const google::protobuf::Message* response_prototype);
   // The mode calls run in now.
@@ -294,7 +278,8 @@ size_t QueuedSamplesForTest();
 template <class Req, class Resp>
 class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
  public:
-  explicit HeapHolder(MethodMeter* sampler) : request_(std::in_place), sampled_(sampler) {
+  explicit HeapHolder(MethodMeter* sampler)
+      : request_(std::in_place), sampled_(sampler) {
     this->set_request(&*request_);
     this->set_response(&response_);
   }
@@ -356,7 +341,9 @@ class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
  public:
   ReuseHolder(PooledMessage<Req> request, PooledMessage<Resp> response,
               MethodMeter* sampler)
-      : request_(std::move(request)), response_(std::move(response)), sampled_(sampler) {
+      : request_(std::move(request)),
+        response_(std::move(response)),
+        sampled_(sampler) {
     this->set_request(request_.get());
     this->set_response(response_.get());
   }
@@ -395,8 +382,7 @@ class HeapMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
 
 // kArena: request and response on two pooled arenas owned by the call.
 template <class Req, class Resp>
-class ArenaMessageAllocator final
-    : public ::grpc::MessageAllocator<Req, Resp> {
+class ArenaMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
  public:
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
     if (internal::OverPooledCap()) {
@@ -410,13 +396,12 @@ class ArenaMessageAllocator final
 
 // kReuse: request and response borrowed from MessagePools.
 template <class Req, class Resp>
-class ReuseMessageAllocator final
-    : public ::grpc::MessageAllocator<Req, Resp> {
+class ReuseMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
  public:
   // Pools must outlive the allocator; by default the shared ones.
-  ReuseMessageAllocator(MessagePool<Req>* requests = &SharedMessagePool<Req>(),
-                        MessagePool<Resp>* responses =
-                            &SharedMessagePool<Resp>())
+  ReuseMessageAllocator(
+      MessagePool<Req>* requests = &SharedMessagePool<Req>(),
+      MessagePool<Resp>* responses = &SharedMessagePool<Resp>())
       : requests_(requests), responses_(responses) {}
 
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
@@ -437,7 +422,8 @@ class ReuseMessageAllocator final
 // kAuto, or any mode with shadow measurement: each call in the meter's mode
 // (kAuto: the chooser's pick), a sampled few measured off the request path.
 template <class Req, class Resp>
-class MeteredMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
+class MeteredMessageAllocator final
+    : public ::grpc::MessageAllocator<Req, Resp> {
  public:
   MeteredMessageAllocator(std::string name, const ServerOptions& options)
       : meter_(std::move(name), options.mode, options.shadow,
@@ -455,8 +441,8 @@ class MeteredMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp>
         return new internal::ArenaHolder<Req, Resp>(sampler);
       case AllocationMode::kReuse:
         return new internal::ReuseHolder<Req, Resp>(
-            SharedMessagePool<Req>().Acquire(), SharedMessagePool<Resp>().Acquire(),
-            sampler);
+            SharedMessagePool<Req>().Acquire(),
+            SharedMessagePool<Resp>().Acquire(), sampler);
       default:
         return new internal::HeapHolder<Req, Resp>(sampler);
     }
@@ -484,7 +470,8 @@ template <class Req, class Resp>
     }
     case AllocationMode::kAuto: {
       static auto* const a = new MeteredMessageAllocator<Req, Resp>(
-          internal::MessageTypeName<Req>() + " -> " + internal::MessageTypeName<Resp>(),
+          internal::MessageTypeName<Req>() + " -> " +
+              internal::MessageTypeName<Resp>(),
           ServerOptions(AllocationMode::kAuto));
       return a;
     }
@@ -516,9 +503,9 @@ void InstallOne(Service* service, const ServerOptions& options,
   static auto* const allocators =
       new std::map<std::pair<std::string, AllocationMode>,
                    MeteredMessageAllocator<Req, Resp>*>();
-  std::string name = method.empty()
-                         ? MessageTypeName<Req>() + " -> " + MessageTypeName<Resp>()
-                         : std::string(method);
+  std::string name =
+      method.empty() ? MessageTypeName<Req>() + " -> " + MessageTypeName<Resp>()
+                     : std::string(method);
   std::lock_guard<std::mutex> lock(mu);
   auto& allocator = (*allocators)[{name, mode}];
   if (allocator == nullptr) {
