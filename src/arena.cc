@@ -240,7 +240,7 @@ ArenaOptions GetGlobalArenaOptions() {
 
 ArenaStats GetArenaStats() {
   ArenaCache& cache = Cache();
-  const internal::PointerCache::Counts c = cache.GetCounts();
+  const internal::PointerCacheStats c = cache.Stats();
   ArenaStats s;
   s.arenas_acquired = c.hits + c.misses;
   s.arenas_created = cache.created();

@@ -202,10 +202,10 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   // needed; what it abandoned otherwise (or new capacity). A heap instance
   // abandons nothing (Clear() keeps or frees): its capacity is measured once
   // (one SpaceUsedLong() walk), later growth is bounded by the size guard.
-  const uint64_t space =
-      e->arena.has_value() ? e->arena->SpaceAllocated()
-      : e->uses == 0       ? static_cast<uint64_t>(m->SpaceUsedLong())
-                           : e->space;
+  const uint64_t space = e->arena.has_value() ? e->arena->SpaceAllocated()
+                         : e->uses == 0
+                             ? static_cast<uint64_t>(m->SpaceUsedLong())
+                             : e->space;
   const uint64_t grown = space > e->space ? space - e->space : 0;
   if (++e->uses == 1) {
     e->footprint = space;
@@ -219,9 +219,9 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   if (e->peak > Bound()) {
     evicted_.fetch_add(1, std::memory_order_relaxed);
     e->Clear();
-  } else if (e->footprint > 0 &&
-             static_cast<double>(space) >
-                 (1.0 + options_.max_garbage_ratio) * static_cast<double>(e->footprint)) {
+  } else if (e->footprint > 0 && static_cast<double>(space) >
+                                     (1.0 + options_.max_garbage_ratio) *
+                                         static_cast<double>(e->footprint)) {
     garbage_.fetch_add(1, std::memory_order_relaxed);
     e->Clear();
   } else if (options_.rebuild_every != 0 && e->uses >= options_.rebuild_every) {
@@ -248,7 +248,8 @@ void MessagePoolCore::Observe(size_t size) {
     counts[i] = histogram_[i].load(std::memory_order_relaxed);
     total += counts[i];
   }
-  const uint64_t rank = static_cast<uint64_t>(options_.percentile * static_cast<double>(total));
+  const uint64_t rank =
+      static_cast<uint64_t>(options_.percentile * static_cast<double>(total));
   uint64_t seen = 0;
   int b = kBuckets - 1;
   for (int i = 0; i < kBuckets; ++i) {
@@ -258,20 +259,22 @@ void MessagePoolCore::Observe(size_t size) {
       break;
     }
   }
-  const double upper = b == 0 ? 1.0 : static_cast<double>(uint64_t{1} << b);  // bucket's top
+  // The bucket's top.
+  const double upper = b == 0 ? 1.0 : static_cast<double>(uint64_t{1} << b);
   size_t bound = static_cast<size_t>(options_.slack * upper);
   bound = std::max(bound, options_.min_bound_bytes);
   bound = std::min(bound, options_.hard_cap_bytes);
   bound_.store(bound, std::memory_order_relaxed);
   if (n % 1024 == 0) {  // decay: recent sizes weigh more
-    for (auto& h : histogram_) h.store(h.load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
+    for (auto& h : histogram_)
+      h.store(h.load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
   }
 }
 
 void MessagePoolCore::Trim() { cache_->DrainDepot(); }
 
 MessagePoolStats MessagePoolCore::Stats() const {
-  const PointerCache::Counts c = cache_->GetCounts();
+  const PointerCacheStats c = cache_->Stats();
   MessagePoolStats s;
   s.acquisitions = c.hits + c.misses;
   s.created = created_.load(std::memory_order_relaxed);
@@ -280,12 +283,14 @@ MessagePoolStats MessagePoolCore::Stats() const {
   s.rebuilt_garbage = garbage_.load(std::memory_order_relaxed);
   s.rebuilt_aged = aged_.load(std::memory_order_relaxed);
   s.rebuilt_after_exception = interrupted_.load(std::memory_order_relaxed);
-  s.fresh_arena_returns = static_cast<uint64_t>(std::max<int64_t>(0, fresh_.Sum()));
+  s.fresh_arena_returns =
+      static_cast<uint64_t>(std::max<int64_t>(0, fresh_.Sum()));
   s.dropped_idle = dropped_.load(std::memory_order_relaxed);
   s.in_use = static_cast<uint64_t>(std::max<int64_t>(0, in_use_.Sum()));
   s.idle = c.in_depot + c.in_threads;
   s.bound_bytes = Bound();
-  s.retained_bytes = static_cast<uint64_t>(std::max<int64_t>(0, retained_.Sum()));
+  s.retained_bytes =
+      static_cast<uint64_t>(std::max<int64_t>(0, retained_.Sum()));
   const int64_t kept = kept_bytes_.Sum();
   const int64_t regrown = regrown_bytes_.Sum();
   if (kept + regrown > 0) {

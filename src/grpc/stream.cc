@@ -8,15 +8,16 @@ namespace internal {
 
 struct StreamGeneration {
   ScopedArena arena;
-  uint64_t live = 0;   // messages alive on it, guarded by the owner's mu_
-  bool used = false;   // a message was made on it
+  uint64_t live = 0;  // messages alive on it, guarded by the owner's mu_
+  bool used = false;  // a message was made on it
 };
 
 }  // namespace internal
 
 using internal::StreamGeneration;
 
-StreamArena::StreamArena(size_t recycle_bytes) : recycle_bytes_(recycle_bytes) {}
+StreamArena::StreamArena(size_t recycle_bytes)
+    : recycle_bytes_(recycle_bytes) {}
 
 StreamArena::~StreamArena() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -71,7 +72,7 @@ void StreamArena::Unref(StreamGeneration* generation) {
   delete dead;  // outside the lock: runs message destructors
 }
 
-StreamArena::Stats StreamArena::GetStats() const {
+StreamArenaStats StreamArena::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }
