@@ -203,7 +203,7 @@ TEST(ArenaTest, OptionsCannotChangeOnceArenasAreInUse) {
   const absl::Status s = SetGlobalArenaOptions(o);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_EQ(GetGlobalArenaOptions().pages.page_size, before.pages.page_size);
-  EXPECT_EQ(PagePool::Default().page_size(), before.page_size);
+  EXPECT_EQ(PagePool::Default().page_size(), before.pages.page_size);
   // Arenas keep working with the old options.
   ScopedArena arena;
   arena.Create<Node>()->set_name("still fine");
