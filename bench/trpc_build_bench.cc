@@ -42,10 +42,12 @@ ABSL_FLAG(int, small_tasks, 100000, "tasks per thread for the small messages");
 ABSL_FLAG(int, reps, 7, "repetitions; the median is reported");
 ABSL_FLAG(int, docs, 225, "docs per message in the large case (~200 KB)");
 ABSL_FLAG(std::string, sizes, "large,small", "which cases: large, small");
-ABSL_FLAG(std::string, modes, "heap,arena,arena_1mb,scoped,clear,pool", "modes to run");
+ABSL_FLAG(std::string, modes, "heap,arena,arena_1mb,scoped,clear,pool",
+          "modes to run");
 ABSL_FLAG(std::string, label, "glibc", "allocator label for the output");
 ABSL_FLAG(int, page_kib, 0, "arenarpc page size in KiB (0: the default)");
-ABSL_FLAG(bool, json, false, "print one JSON object per case instead of tables");
+ABSL_FLAG(bool, json, false,
+          "print one JSON object per case instead of tables");
 
 namespace {
 
@@ -72,7 +74,8 @@ void FillDoc(int i, Doc* doc) {
     auto* feature = doc->add_features();
     feature->set_id(i * 10 + f);
     feature->set_name(Text(i + f, 16));
-    for (int v = 0; v < 8; ++v) feature->add_values(static_cast<float>(v) * 0.5f);
+    for (int v = 0; v < 8; ++v)
+      feature->add_values(static_cast<float>(v) * 0.5f);
     for (int a = 0; a < 3; ++a) {
       auto* kv = feature->add_attrs();
       kv->set_key(Text(a, 8));
@@ -181,7 +184,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   if (const int kib = absl::GetFlag(FLAGS_page_kib); kib > 0) {
     arenarpc::ArenaOptions options;
-    options.page_size = static_cast<size_t>(kib) << 10;
+    options.pages.page_size = static_cast<size_t>(kib) << 10;
     if (absl::Status s = arenarpc::SetGlobalArenaOptions(options); !s.ok()) {
       std::fprintf(stderr, "%s\n", s.ToString().c_str());
       return 2;
@@ -194,15 +197,19 @@ int main(int argc, char** argv) {
   const std::string label = absl::GetFlag(FLAGS_label);
   const bool json = absl::GetFlag(FLAGS_json);
 
-  const std::vector<std::string> sizes = absl::StrSplit(absl::GetFlag(FLAGS_sizes), ',');
+  const std::vector<std::string> sizes =
+      absl::StrSplit(absl::GetFlag(FLAGS_sizes), ',');
   bool over_cap = false;
   for (const std::string& size : sizes) {
     const bool large = size == "large";
     const int docs = large ? absl::GetFlag(FLAGS_docs) : 1;
-    const int tasks = large ? absl::GetFlag(FLAGS_tasks) : absl::GetFlag(FLAGS_small_tasks);
+    const int tasks =
+        large ? absl::GetFlag(FLAGS_tasks) : absl::GetFlag(FLAGS_small_tasks);
     std::map<std::string, std::vector<double>> times;
     size_t bytes = 0;
-    for (const auto& mode : modes) RunOnce(mode, threads, tasks / 10 + 1, docs, &bytes);  // warm-up
+    for (const auto& mode : modes) {  // warm-up
+      RunOnce(mode, threads, tasks / 10 + 1, docs, &bytes);
+    }
     for (int r = 0; r < reps; ++r) {
       for (const auto& mode : modes) {
         times[mode].push_back(RunOnce(mode, threads, tasks, docs, &bytes));
@@ -214,44 +221,57 @@ int main(int argc, char** argv) {
     const arenarpc::ArenaOptions options = arenarpc::GetGlobalArenaOptions();
     // The memory target: the pool holds no more than its depot cap
     // once the run is over. A breach fails the run (and the ctest smoke).
-    const bool within_cap = pool.pages_cached * pool.page_size <= options.depot_capacity_bytes;
+    const bool within_cap = pool.pages_cached * pool.page_size <=
+                            options.pages.depot_capacity_bytes;
     over_cap = over_cap || !within_cap;
     if (json) {
-      std::printf("{\"allocator\":\"%s\",\"case\":\"%s\",\"bytes_per_message\":%zu,"
-                  "\"threads\":%d,\"tasks\":%d,\"reps\":%d,\"median_ms\":{",
-                  label.c_str(), size.c_str(), bytes, threads, tasks, reps);
+      std::printf(
+          "{\"allocator\":\"%s\",\"case\":\"%s\",\"bytes_per_message\":%zu,"
+          "\"threads\":%d,\"tasks\":%d,\"reps\":%d,\"median_ms\":{",
+          label.c_str(), size.c_str(), bytes, threads, tasks, reps);
       for (size_t i = 0; i < modes.size(); ++i) {
-        std::printf("%s\"%s\":%.3f", i ? "," : "", modes[i].c_str(), median[modes[i]]);
+        std::printf("%s\"%s\":%.3f", i ? "," : "", modes[i].c_str(),
+                    median[modes[i]]);
       }
-      std::printf("},\"pool_cached_bytes\":%llu,\"depot_cap_bytes\":%zu}\n",
-                  static_cast<unsigned long long>(pool.pages_cached * pool.page_size),
-                  options.depot_capacity_bytes);
+      std::printf(
+          "},\"pool_cached_bytes\":%llu,\"depot_cap_bytes\":%zu}\n",
+          static_cast<unsigned long long>(pool.pages_cached * pool.page_size),
+          options.pages.depot_capacity_bytes);
       continue;
     }
-    std::printf("\n### %s, %s messages (~%zu bytes ByteSizeLong each), %d threads x %d tasks, median of %d\n\n",
-                label.c_str(), size.c_str(), bytes, threads, tasks, reps);
-    std::printf("| mode | median ms | min ms | max ms | vs heap | vs arena | vs scoped |\n");
+    std::printf(
+        "\n### %s, %s messages (~%zu bytes ByteSizeLong each), %d threads x %d "
+        "tasks, median of %d\n\n",
+        label.c_str(), size.c_str(), bytes, threads, tasks, reps);
+    std::printf(
+        "| mode | median ms | min ms | max ms | vs heap | vs arena | vs scoped "
+        "|\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
     for (const auto& mode : modes) {
-      const auto [lo, hi] = std::minmax_element(times[mode].begin(), times[mode].end());
+      const auto [lo, hi] =
+          std::minmax_element(times[mode].begin(), times[mode].end());
       auto ratio = [&](const char* base) {
         return median.count(base) ? median[base] / median[mode] : 0.0;
       };
-      std::printf("| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx |\n", mode.c_str(),
-                  median[mode], *lo, *hi, ratio("heap"), ratio("arena"), ratio("scoped"));
+      std::printf("| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx |\n",
+                  mode.c_str(), median[mode], *lo, *hi, ratio("heap"),
+                  ratio("arena"), ratio("scoped"));
     }
     std::printf("\n(ratios > 1 mean faster than the baseline)\n");
-    std::printf("page pool: %llu pages mapped and %llu unmapped since start, "
-                "%llu thread-cache hits, %llu misses\n",
-                static_cast<unsigned long long>(pool.os_pages_allocated),
-                static_cast<unsigned long long>(pool.os_pages_released),
-                static_cast<unsigned long long>(pool.cache_hits),
-                static_cast<unsigned long long>(pool.cache_misses));
-    std::printf("page pool after the run: %llu pages cached (%.1f MiB), depot cap %.1f MiB: %s\n",
-                static_cast<unsigned long long>(pool.pages_cached),
-                pool.pages_cached * pool.page_size / 1048576.0,
-                options.depot_capacity_bytes / 1048576.0,
-                within_cap ? "within the cap" : "OVER THE CAP");
+    std::printf(
+        "page pool: %llu pages mapped and %llu unmapped since start, "
+        "%llu thread-cache hits, %llu misses\n",
+        static_cast<unsigned long long>(pool.os_pages_allocated),
+        static_cast<unsigned long long>(pool.os_pages_released),
+        static_cast<unsigned long long>(pool.cache_hits),
+        static_cast<unsigned long long>(pool.cache_misses));
+    std::printf(
+        "page pool after the run: %llu pages cached (%.1f MiB), depot cap %.1f "
+        "MiB: %s\n",
+        static_cast<unsigned long long>(pool.pages_cached),
+        pool.pages_cached * pool.page_size / 1048576.0,
+        options.pages.depot_capacity_bytes / 1048576.0,
+        within_cap ? "within the cap" : "OVER THE CAP");
   }
   return over_cap ? 1 : 0;
 }

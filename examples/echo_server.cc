@@ -36,6 +36,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "echo_service.h"
 
@@ -46,10 +47,12 @@ ABSL_FLAG(std::string, mode, "arena",
           "allocation mode of the Echo method: heap, arena, reuse or auto; "
           "none installs no allocator (plain gRPC, the baseline)");
 ABSL_FLAG(int, max_receive_bytes, 4 << 20, "largest request accepted");
-ABSL_FLAG(int, shadow_sample_one_in, 0,
-          "shadow measurement: measure 1 call in N in the other modes (0: off)");
-ABSL_FLAG(std::string, capture_dir, "",
-          "shadow measurement: write sampled requests here, for arenarpc_advise");
+ABSL_FLAG(
+    int, shadow_sample_one_in, 0,
+    "shadow measurement: measure 1 call in N in the other modes (0: off)");
+ABSL_FLAG(
+    std::string, capture_dir, "",
+    "shadow measurement: write sampled requests here, for arenarpc_advise");
 ABSL_FLAG(int, idle_trim_ms, 1000,
           "give pooled and heap memory back after this long without calls "
           "(0: never)");
@@ -93,7 +96,8 @@ int main(int argc, char** argv) {
     options.idle_trim.idle_ms = absl::GetFlag(FLAGS_idle_trim_ms);
     options.max_pooled_bytes =
         static_cast<uint64_t>(absl::GetFlag(FLAGS_max_pooled_mb)) << 20;
-    arenarpc::echo::InstallEchoServiceAllocators(&service, options);  // one line
+    // One line per service.
+    arenarpc::echo::InstallEchoServiceAllocators(&service, options);
   }
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -123,11 +127,12 @@ int main(int argc, char** argv) {
                  absl::GetFlag(FLAGS_host).c_str(), absl::GetFlag(FLAGS_port));
     return 1;
   }
-  std::fprintf(stderr, "mode %s (effective %s)\n",
-               plain ? "none" : std::string(arenarpc::AllocationModeName(*mode)).c_str(),
-               std::string(arenarpc::AllocationModeName(
-                               arenarpc::EffectiveAllocationMode(*mode)))
-                   .c_str());
+  std::fprintf(
+      stderr, "mode %s (effective %s)\n",
+      plain ? "none" : std::string(arenarpc::AllocationModeName(*mode)).c_str(),
+      std::string(arenarpc::AllocationModeName(
+                      arenarpc::EffectiveAllocationMode(*mode)))
+          .c_str());
   std::printf("listening on %d\n", port);
   std::fflush(stdout);
 
@@ -135,9 +140,9 @@ int main(int argc, char** argv) {
   sigwait(&signals, &signal_number);
   std::fprintf(stderr, "signal %d: shutting down\n", signal_number);
 
-  server->Shutdown(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(
-                       absl::GetFlag(FLAGS_shutdown_grace_ms)));
+  server->Shutdown(
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   service.Stop();
   server->Wait();
   if (absl::GetFlag(FLAGS_print_stats)) {

@@ -165,7 +165,7 @@ class EchoStreamReactor final
       Finish(grpc::Status::OK);
       return;
     }
-    response_ = arena_.Make<EchoResponse>();
+    response_ = arena_.Create<EchoResponse>();
     FillResponse(*request_, response_.get());
     request_.reset();
     StartWrite(response_.get());
@@ -182,7 +182,7 @@ class EchoStreamReactor final
 
  private:
   void Next() {
-    request_ = arena_.Make<EchoRequest>();
+    request_ = arena_.Create<EchoRequest>();
     StartRead(request_.get());
   }
 

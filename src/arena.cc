@@ -159,8 +159,8 @@ class ArenaCache final : public internal::PointerCache {
  public:
   explicit ArenaCache(const ArenaOptions& o)
       : PointerCache(o.idle_arenas_per_thread, o.idle_arenas_max) {
-    options_.start_block_size = o.page_size;
-    options_.max_block_size = o.page_size;
+    options_.start_block_size = o.pages.page_size;
+    options_.max_block_size = o.pages.page_size;
     options_.block_alloc = &BlockAlloc;
     options_.block_dealloc = &BlockDealloc;
   }
@@ -210,11 +210,8 @@ ArenaCache& Cache() {
     // configured it (SetGlobalArenaOptions or PagePool::ConfigureDefault).
     // Arena blocks of another size would all miss the pool and go to malloc.
     block_pool = &PagePool::Default();
-    const PagePoolOptions& pool = block_pool->options();
-    global_options.page_size = pool.page_size;
-    global_options.depot_capacity_bytes = pool.depot_capacity_bytes;
-    global_options.thread_cache_pages = pool.thread_cache_pages;
-    block_size = pool.page_size;
+    global_options.pages = block_pool->options();
+    block_size = global_options.pages.page_size;
     auto* made = new ArenaCache(global_options);  // leaked: outlives threads
     cache_made.store(made, std::memory_order_release);
     return made;
@@ -225,7 +222,8 @@ ArenaCache& Cache() {
 }  // namespace
 
 absl::Status SetGlobalArenaOptions(const ArenaOptions& options) {
-  if (options.idle_arenas_per_thread > 4096 || options.idle_arenas_max > (1 << 20)) {
+  if (options.idle_arenas_per_thread > 4096 ||
+      options.idle_arenas_max > (1 << 20)) {
     return absl::InvalidArgumentError(
         "idle_arenas_per_thread must be <= 4096 and idle_arenas_max <= 2^20");
   }
@@ -235,11 +233,7 @@ absl::Status SetGlobalArenaOptions(const ArenaOptions& options) {
         "SetGlobalArenaOptions: arenas are already in use; call it once at "
         "start-up, before the first ScopedArena");
   }
-  PagePoolOptions pool;
-  pool.page_size = options.page_size;
-  pool.depot_capacity_bytes = options.depot_capacity_bytes;
-  pool.thread_cache_pages = options.thread_cache_pages;
-  absl::Status status = PagePool::ConfigureDefault(pool);
+  absl::Status status = PagePool::ConfigureDefault(options.pages);
   if (!status.ok()) return status;
   global_options = options;
   return absl::OkStatus();
@@ -253,7 +247,7 @@ ArenaOptions GetGlobalArenaOptions() {
 ArenaStats GetArenaStats() {
   ArenaStats s;
   if (ArenaCache* cache = cache_made.load(std::memory_order_acquire)) {
-    const internal::PointerCache::Counts c = cache->GetCounts();
+    const internal::PointerCacheStats c = cache->Stats();
     s.arenas_acquired = c.hits + c.misses;
     s.arenas_created = cache->created();
     s.arenas_idle = c.in_depot + c.in_threads;
@@ -312,7 +306,8 @@ void ReleaseArena(google::protobuf::Arena* arena) {
 ScopedArena::ScopedArena() = default;
 
 void ScopedArena::Release() {
-  for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) it->second(it->first);
+  for (auto it = owned_.rbegin(); it != owned_.rend(); ++it)
+    it->second(it->first);
   owned_.clear();
 }
 
@@ -343,7 +338,9 @@ uint64_t ScopedArena::SpaceAllocated() const {
 
 ScopedArena::~ScopedArena() { Release(); }
 
-ScopedArena::ScopedArena(ScopedArena&& other) noexcept { *this = std::move(other); }
+ScopedArena::ScopedArena(ScopedArena&& other) noexcept {
+  *this = std::move(other);
+}
 
 ScopedArena& ScopedArena::operator=(ScopedArena&& other) noexcept {
   if (this != &other) {

@@ -204,10 +204,10 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   // needed; what it abandoned otherwise (or new capacity). A heap instance
   // abandons nothing (Clear() keeps or frees): its capacity is measured once
   // (one SpaceUsedLong() walk), later growth is bounded by the size guard.
-  const uint64_t space =
-      e->arena.has_value() ? e->arena->SpaceAllocated()
-      : e->uses == 0       ? static_cast<uint64_t>(m->SpaceUsedLong())
-                           : e->space;
+  const uint64_t space = e->arena.has_value() ? e->arena->SpaceAllocated()
+                         : e->uses == 0
+                             ? static_cast<uint64_t>(m->SpaceUsedLong())
+                             : e->space;
   const uint64_t grown = space > e->space ? space - e->space : 0;
   if (++e->uses == 1) {
     e->footprint = space;
@@ -221,9 +221,9 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   if (e->peak > guard_->Bound()) {
     evicted_.fetch_add(1, std::memory_order_relaxed);
     e->Clear();
-  } else if (e->footprint > 0 &&
-             static_cast<double>(space) >
-                 (1.0 + options_.max_garbage_ratio) * static_cast<double>(e->footprint)) {
+  } else if (e->footprint > 0 && static_cast<double>(space) >
+                                     (1.0 + options_.max_garbage_ratio) *
+                                         static_cast<double>(e->footprint)) {
     garbage_.fetch_add(1, std::memory_order_relaxed);
     e->Clear();
   } else if (options_.rebuild_every != 0 && e->uses >= options_.rebuild_every) {
@@ -238,7 +238,7 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
 void MessagePoolCore::Trim() { cache_->DrainDepot(); }
 
 MessagePoolStats MessagePoolCore::Stats() const {
-  const PointerCache::Counts c = cache_->GetCounts();
+  const PointerCacheStats c = cache_->Stats();
   MessagePoolStats s;
   s.acquisitions = c.hits + c.misses;
   s.created = created_.load(std::memory_order_relaxed);
@@ -247,7 +247,8 @@ MessagePoolStats MessagePoolCore::Stats() const {
   s.rebuilt_garbage = garbage_.load(std::memory_order_relaxed);
   s.rebuilt_aged = aged_.load(std::memory_order_relaxed);
   s.rebuilt_after_exception = interrupted_.load(std::memory_order_relaxed);
-  s.fresh_arena_returns = static_cast<uint64_t>(std::max<int64_t>(0, fresh_.Sum()));
+  s.fresh_arena_returns =
+      static_cast<uint64_t>(std::max<int64_t>(0, fresh_.Sum()));
   s.dropped_idle = dropped_.load(std::memory_order_relaxed);
   s.in_use = static_cast<uint64_t>(std::max<int64_t>(0, in_use_.Sum()));
   s.idle = c.in_depot + c.in_threads;

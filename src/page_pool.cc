@@ -25,9 +25,9 @@ struct PagePool::DebugState {
 class PagePool::Source final : public internal::PointerCache {
  public:
   explicit Source(PagePool* pool)
-      : PointerCache(pool->options_.thread_cache_pages,
-                     pool->options_.depot_capacity_bytes /
-                         pool->options_.page_size),
+      : PointerCache(
+            pool->options_.thread_cache_pages,
+            pool->options_.depot_capacity_bytes / pool->options_.page_size),
         pool_(pool) {}
   ~Source() override { Shutdown(); }
 
@@ -183,7 +183,7 @@ size_t PagePool::ReleaseIdleCaches(std::chrono::milliseconds idle_for) {
 }
 
 PagePoolStats PagePool::Stats() const {
-  const internal::PointerCache::Counts c = source_->GetCounts();
+  const internal::PointerCacheStats c = source_->Stats();
   PagePoolStats s;
   s.page_size = options_.page_size;
   s.pages_in_depot = c.in_depot;

@@ -78,7 +78,7 @@ TEST(ArenaConcurrencyTest, PoolBoundedAfterThreadsExit) {
   const PagePoolStats s = PagePool::Default().Stats();
   const ArenaOptions o = GetGlobalArenaOptions();
   // Cached pages (the main thread never allocated) are in the depot, capped.
-  EXPECT_LE(s.pages_cached * s.page_size, o.depot_capacity_bytes);
+  EXPECT_LE(s.pages_cached * s.page_size, o.pages.depot_capacity_bytes);
   // What is in use is the first page of each idle arena.
   EXPECT_LE(s.pages_in_use, GetArenaStats().arenas_idle);
 }

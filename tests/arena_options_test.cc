@@ -11,13 +11,14 @@ namespace {
 
 TEST(ArenaOptionsTest, OptionsSetAtStartUpAreInForce) {
   ArenaOptions bad;
-  bad.page_size = 5000;
-  EXPECT_EQ(SetGlobalArenaOptions(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad.pages.page_size = 5000;
+  EXPECT_EQ(SetGlobalArenaOptions(bad).code(),
+            absl::StatusCode::kInvalidArgument);
 
   ArenaOptions o;
-  o.page_size = 16 << 10;
-  o.depot_capacity_bytes = 1 << 20;
-  o.thread_cache_pages = 4;
+  o.pages.page_size = 16 << 10;
+  o.pages.depot_capacity_bytes = 1 << 20;
+  o.pages.thread_cache_pages = 4;
   o.idle_arenas_per_thread = 1;
   o.idle_arenas_max = 2;
   ASSERT_TRUE(SetGlobalArenaOptions(o).ok());
@@ -27,10 +28,11 @@ TEST(ArenaOptionsTest, OptionsSetAtStartUpAreInForce) {
     ScopedArena arena;
     auto* leaf = arena.Create<test::Leaf>();
     leaf->set_text("x");
-    EXPECT_EQ(arena.SpaceAllocated(), o.page_size);
+    EXPECT_EQ(arena.SpaceAllocated(), o.pages.page_size);
   }
-  EXPECT_EQ(PagePool::Default().page_size(), o.page_size);
-  EXPECT_EQ(PagePool::Default().options().depot_capacity_bytes, o.depot_capacity_bytes);
+  EXPECT_EQ(PagePool::Default().page_size(), o.pages.page_size);
+  EXPECT_EQ(PagePool::Default().options().depot_capacity_bytes,
+            o.pages.depot_capacity_bytes);
 
   // Idle arenas are bounded: 1 per thread + 2 shared.
   {
@@ -39,7 +41,8 @@ TEST(ArenaOptionsTest, OptionsSetAtStartUpAreInForce) {
   }
   EXPECT_LE(GetArenaStats().arenas_idle, 3u);
 
-  EXPECT_EQ(SetGlobalArenaOptions(o).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(SetGlobalArenaOptions(o).code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

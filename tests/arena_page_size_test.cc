@@ -25,7 +25,7 @@ TEST(ArenaPageSizeTest, ArenasFollowThePagePoolsPageSize) {
   }
   // Before the fix every block went to malloc, counted as "oversize".
   EXPECT_EQ(GetArenaStats().blocks_from_heap, 0u);
-  EXPECT_EQ(GetGlobalArenaOptions().page_size, o.page_size);
+  EXPECT_EQ(GetGlobalArenaOptions().pages.page_size, o.page_size);
 }
 
 }  // namespace

@@ -58,12 +58,14 @@ TEST(ArenaTest, OversizeAllocationFallsBackToTheHeap) {
     ScopedArena arena;
     Leaf* leaf = arena.Create<Leaf>();
     // A repeated field whose array alone is bigger than a page.
-    for (size_t i = 0; i < page; ++i) leaf->add_numbers(static_cast<int64_t>(i));
+    for (size_t i = 0; i < page; ++i)
+      leaf->add_numbers(static_cast<int64_t>(i));
     char* raw = static_cast<char*>(arena.arena()->AllocateAligned(2 * page));
     raw[0] = 'a';
     raw[2 * page - 1] = 'b';
     leaf->set_data(big);
-    EXPECT_EQ(leaf->numbers(static_cast<int>(page) - 1), static_cast<int64_t>(page - 1));
+    EXPECT_EQ(leaf->numbers(static_cast<int>(page) - 1),
+              static_cast<int64_t>(page - 1));
     EXPECT_EQ(leaf->data(), big);
     EXPECT_EQ(raw[0], 'a');
     EXPECT_EQ(raw[2 * page - 1], 'b');
@@ -75,7 +77,10 @@ TEST(ArenaTest, OversizeAllocationFallsBackToTheHeap) {
 
 TEST(ArenaTest, ScopedArenaReturnsItsPages) {
   PagePool& pool = PagePool::Default();
-  { ScopedArena warm; warm.Create<Node>(); }  // the idle arena holds one page
+  {
+    ScopedArena warm;
+    warm.Create<Node>();
+  }  // the idle arena holds one page
   const uint64_t in_use_before = pool.Stats().pages_in_use;
   {
     ScopedArena arena;
@@ -165,8 +170,10 @@ TEST(ArenaTest, CloneToHeapSurvivesTheArena) {
 TEST(ArenaTest, MemoryResourceSharesTheArena) {
   ScopedArena arena;
   std::pmr::vector<std::pmr::string> v(arena.memory_resource());
-  for (int i = 0; i < 1000; ++i) v.emplace_back(100, static_cast<char>('a' + i % 26));
-  EXPECT_EQ(std::string_view(v[999]), std::string(100, static_cast<char>('a' + 999 % 26)));
+  for (int i = 0; i < 1000; ++i)
+    v.emplace_back(100, static_cast<char>('a' + i % 26));
+  EXPECT_EQ(std::string_view(v[999]),
+            std::string(100, static_cast<char>('a' + 999 % 26)));
   EXPECT_GT(arena.arena()->SpaceUsed(), 1000u * 100u);
   auto* p = static_cast<char*>(arena.memory_resource()->allocate(10, 64));
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
@@ -192,11 +199,11 @@ TEST(ArenaTest, OptionsCannotChangeOnceArenasAreInUse) {
   { ScopedArena arena; }
   const ArenaOptions before = GetGlobalArenaOptions();
   ArenaOptions o;
-  o.page_size = 2 * before.page_size;
+  o.pages.page_size = 2 * before.pages.page_size;
   const absl::Status s = SetGlobalArenaOptions(o);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
-  EXPECT_EQ(GetGlobalArenaOptions().page_size, before.page_size);
-  EXPECT_EQ(PagePool::Default().page_size(), before.page_size);
+  EXPECT_EQ(GetGlobalArenaOptions().pages.page_size, before.pages.page_size);
+  EXPECT_EQ(PagePool::Default().page_size(), before.pages.page_size);
   // Arenas keep working with the old options.
   ScopedArena arena;
   arena.Create<Node>()->set_name("still fine");

@@ -46,11 +46,11 @@ TEST(MetricsTest, ReadingStatsFreezesNoOptions) {
   EXPECT_EQ(GetArenaStats().arenas_created, 0u);
   // Before the fix GetArenaStats() froze the options: FailedPrecondition.
   ArenaOptions options;
-  options.page_size = PagePoolOptions{}.page_size * 2;
+  options.pages.page_size = PagePoolOptions{}.page_size * 2;
   EXPECT_TRUE(SetGlobalArenaOptions(options).ok());
   { ScopedArena arena; }
   EXPECT_EQ(Value(PrometheusText(), "arenarpc_page_pool_page_size_bytes"),
-            options.page_size);
+            options.pages.page_size);
 }
 
 TEST(MetricsTest, EveryCoreFamilyIsPresent) {

@@ -84,7 +84,7 @@ class TestCache final : public PointerCache {
 
 // Items held by the cache, by its own counts and by Make/Destroy: equal.
 void ExpectBalanced(const TestCache& cache, int64_t handed_out) {
-  const PointerCache::Counts c = cache.GetCounts();
+  const PointerCacheStats c = cache.Stats();
   EXPECT_EQ(cache.made() - cache.destroyed(),
             static_cast<int64_t>(c.in_depot + c.in_threads) + handed_out);
 }
@@ -94,7 +94,7 @@ TEST(PointerCacheTest, EmptyStackRefillsWithHalfAStackFromMake) {
   Item* a = cache.PopItem();
   EXPECT_EQ(cache.make_calls(), 1u);
   EXPECT_EQ(cache.last_make_request(), 4u);  // batch: half of 8
-  PointerCache::Counts c = cache.GetCounts();
+  PointerCacheStats c = cache.Stats();
   EXPECT_EQ(c.in_threads, 3u);
   EXPECT_EQ(c.misses, 1u);
   EXPECT_EQ(c.hits, 0u);
@@ -102,7 +102,7 @@ TEST(PointerCacheTest, EmptyStackRefillsWithHalfAStackFromMake) {
   Item* more[3];
   for (Item*& m : more) m = cache.PopItem();
   EXPECT_EQ(cache.make_calls(), 1u);
-  c = cache.GetCounts();
+  c = cache.Stats();
   EXPECT_EQ(c.hits, 3u);
   EXPECT_EQ(c.in_threads, 0u);
   cache.PushItem(a);
@@ -127,11 +127,11 @@ TEST(PointerCacheTest, FullStackSendsItsColdestHalfToTheDepot) {
   std::vector<Item*> items;
   for (int i = 0; i < 5; ++i) items.push_back(cache.Foreign());
   for (int i = 0; i < 4; ++i) cache.PushItem(items[i]);
-  PointerCache::Counts c = cache.GetCounts();
+  PointerCacheStats c = cache.Stats();
   EXPECT_EQ(c.in_threads, 4u);
   EXPECT_EQ(c.in_depot, 0u);
   cache.PushItem(items[4]);  // full: items[0] and [1] go to the depot
-  c = cache.GetCounts();
+  c = cache.Stats();
   EXPECT_EQ(c.in_threads, 3u);
   EXPECT_EQ(c.in_depot, 2u);
   // The stack kept the hot ones, in order.
@@ -144,7 +144,7 @@ TEST(PointerCacheTest, FullStackSendsItsColdestHalfToTheDepot) {
   EXPECT_EQ(cache.make_calls(), make_calls);
   EXPECT_TRUE((from_depot[0] == items[0] && from_depot[1] == items[1]) ||
               (from_depot[0] == items[1] && from_depot[1] == items[0]));
-  EXPECT_EQ(cache.GetCounts().in_depot, 0u);
+  EXPECT_EQ(cache.Stats().in_depot, 0u);
   for (Item* item : items) cache.PushItem(item);
   ExpectBalanced(cache, 0);
 }
@@ -153,20 +153,20 @@ TEST(PointerCacheTest, DepotIsBoundedAndDestroysTheOverflow) {
   TestCache cache(4, 3);
   for (int i = 0; i < 10; ++i) cache.PushItem(cache.Foreign());
   cache.FlushThisThread();
-  const PointerCache::Counts c = cache.GetCounts();
+  const PointerCacheStats c = cache.Stats();
   EXPECT_EQ(c.in_threads, 0u);
   EXPECT_EQ(c.in_depot, 3u);
   EXPECT_EQ(cache.destroyed(), 7);
   ExpectBalanced(cache, 0);
   EXPECT_EQ(cache.DrainDepot(), 3u);
-  EXPECT_EQ(cache.GetCounts().in_depot, 0u);
+  EXPECT_EQ(cache.Stats().in_depot, 0u);
   EXPECT_EQ(cache.destroyed(), 10);
 }
 
 TEST(PointerCacheTest, ZeroDepotDestroysEverythingThatLeavesAStack) {
   TestCache cache(2, 0);
   for (int i = 0; i < 5; ++i) cache.PushItem(cache.Foreign());
-  EXPECT_EQ(cache.GetCounts().in_depot, 0u);
+  EXPECT_EQ(cache.Stats().in_depot, 0u);
   cache.FlushThisThread();
   EXPECT_EQ(cache.destroyed(), 5);
 }
@@ -179,7 +179,7 @@ TEST(PointerCacheTest, ExitingThreadsStackGoesToTheDepot) {
     for (Item* item : items) cache.PushItem(item);
   });
   t.join();
-  const PointerCache::Counts c = cache.GetCounts();
+  const PointerCacheStats c = cache.Stats();
   EXPECT_EQ(c.in_threads, 0u);
   EXPECT_EQ(c.in_depot, 2u);  // 4 items, depot bound 2
   EXPECT_EQ(cache.destroyed(), 2);
@@ -237,19 +237,19 @@ class IdleWorker {
 TEST(PointerCacheTest, ReleaseIdleTakesIdleThreadsStacks) {
   TestCache cache(8, 64);
   IdleWorker worker(cache, 3);  // pops 3 of a batch of 4, pushes them back
-  EXPECT_EQ(cache.GetCounts().in_threads, 4u);
+  EXPECT_EQ(cache.Stats().in_threads, 4u);
   // Not idle for an hour yet: kept.
   EXPECT_EQ(cache.ReleaseIdle(1h), 0u);
-  EXPECT_EQ(cache.GetCounts().in_threads, 4u);
+  EXPECT_EQ(cache.Stats().in_threads, 4u);
   // Idle for any time: the worker's stack is destroyed, not sent to the
   // depot.
   EXPECT_EQ(cache.ReleaseIdle(0ns), 4u);
-  PointerCache::Counts c = cache.GetCounts();
+  PointerCacheStats c = cache.Stats();
   EXPECT_EQ(c.in_threads, 0u);
   EXPECT_EQ(c.in_depot, 0u);
   EXPECT_EQ(cache.destroyed(), 4);
   worker.UseAgain();
-  EXPECT_EQ(cache.GetCounts().in_threads, 4u);
+  EXPECT_EQ(cache.Stats().in_threads, 4u);
   ExpectBalanced(cache, 0);
 }
 
@@ -263,7 +263,7 @@ TEST(PointerCacheTest, ReleaseIdleCountsIdleTimeFromTheFirstCallThatSeesIt) {
   EXPECT_EQ(cache.ReleaseIdle(50ms), 4u);
   worker.UseAgain();  // its stack changed: not idle
   EXPECT_EQ(cache.ReleaseIdle(50ms), 0u);
-  EXPECT_EQ(cache.GetCounts().in_threads, 4u);
+  EXPECT_EQ(cache.Stats().in_threads, 4u);
 }
 
 TEST(PointerCacheTest, ItemsPoppedOnOneThreadPushedOnAnother) {
@@ -304,7 +304,7 @@ TEST(PointerCacheTest, ItemsPoppedOnOneThreadPushedOnAnother) {
           handoff.pop_back();
         }
         cache.PushItem(item);
-        const size_t depot = cache.GetCounts().in_depot;
+        const size_t depot = cache.Stats().in_depot;
         size_t seen = max_depot.load();
         while (depot > seen && !max_depot.compare_exchange_weak(seen, depot)) {
         }
@@ -313,7 +313,7 @@ TEST(PointerCacheTest, ItemsPoppedOnOneThreadPushedOnAnother) {
   }
   for (std::thread& t : threads) t.join();
   EXPECT_LE(max_depot.load(), kDepot);
-  const PointerCache::Counts c = cache.GetCounts();
+  const PointerCacheStats c = cache.Stats();
   EXPECT_EQ(c.in_threads, 0u);  // every worker exited
   EXPECT_LE(c.in_depot, kDepot);
   EXPECT_EQ(c.hits + c.misses, uint64_t{kPairs} * kItemsPerProducer);
@@ -333,7 +333,7 @@ TEST(PointerCacheTest, ConcurrentPopPushReleaseIdleAndCounts) {
   std::thread trimmer([&] {
     while (!stop.load()) {
       cache.ReleaseIdle(0ns);
-      const PointerCache::Counts c = cache.GetCounts();
+      const PointerCacheStats c = cache.Stats();
       EXPECT_LE(c.in_depot, 32u);
       std::this_thread::yield();
     }
@@ -364,7 +364,7 @@ TEST(PointerCacheTest, ShutdownDestroysEveryCachedItemOnce) {
     t.join();  // its item is in the depot
     for (int i = 0; i < 3; ++i) cache.PushItem(cache.Foreign());
     cache.PushItem(cache.PopItem());  // this thread's stack
-    const PointerCache::Counts c = cache.GetCounts();
+    const PointerCacheStats c = cache.Stats();
     EXPECT_EQ(c.in_depot, 1u);
     EXPECT_EQ(c.in_threads, 3u);
     made = cache.made();

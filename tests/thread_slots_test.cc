@@ -237,7 +237,9 @@ TEST(ThreadSlotsTest, ThreadsExitWhileOwnersAreUnregistered) {
     for (std::thread& t : threads) t.join();
     for (int o = 0; o < kOwners; ++o) {
       EXPECT_EQ(owners[o]->late_hooks(), 0) << "hook after Unregister";
-      if (o >= kOwners / 2) EXPECT_EQ(owners[o]->hooks(), kThreadsPerRound);
+      if (o >= kOwners / 2) {
+        EXPECT_EQ(owners[o]->hooks(), kThreadsPerRound);
+      }
     }
   }
 }

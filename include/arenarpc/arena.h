@@ -13,7 +13,7 @@
 // Optional, once at start-up, before the first arena:
 //
 //   arenarpc::ArenaOptions options;
-//   options.page_size = 128 << 10;
+//   options.pages.page_size = 128 << 10;
 //   absl::Status s = arenarpc::SetGlobalArenaOptions(options);
 //
 // How. Arenas get their blocks through the public
@@ -66,18 +66,15 @@
 #include "absl/status/status.h"
 #include "arenarpc/internal/protobuf_compat.h"
 #include "arenarpc/memory_resource.h"
+#include "arenarpc/page_pool.h"
 
 namespace arenarpc {
 
 struct ArenaOptions {
-  // Page size of PagePool::Default(), which is also the arena block size.
-  // A power of two >= 4 KiB. Messages bigger than a few pages do best with
-  // pages of at least 1/8 of their in-memory size.
-  size_t page_size = size_t{64} << 10;
-  // Pages kept for reuse process-wide beyond the per-thread caches.
-  size_t depot_capacity_bytes = size_t{64} << 20;
-  // Pages each thread caches.
-  size_t thread_cache_pages = 32;
+  // The options of PagePool::Default(). pages.page_size is also the arena
+  // block size; messages bigger than a few pages do best with pages of at
+  // least 1/8 of their in-memory size.
+  PagePoolOptions pages;
   // Idle arenas kept per thread and process-wide (each holds one page).
   size_t idle_arenas_per_thread = 4;
   size_t idle_arenas_max = 64;
@@ -91,19 +88,18 @@ struct ArenaOptions {
 absl::Status SetGlobalArenaOptions(const ArenaOptions& options);
 
 // The options in force (the defaults if SetGlobalArenaOptions never ran).
-// Once arenas are in use, page_size, depot_capacity_bytes and
-// thread_cache_pages are PagePool::Default()'s, whoever configured it: the
-// arena block size is always the page pool's page size (one source of
-// truth), so no block misses the pool.
+// Once arenas are in use, `pages` are PagePool::Default()'s options,
+// whoever configured it: the arena block size is always the page pool's
+// page size (one source of truth), so no block misses the pool.
 ArenaOptions GetGlobalArenaOptions();
 
 struct ArenaStats {
-  uint64_t arenas_acquired = 0;     // ScopedArenas constructed
-  uint64_t arenas_created = 0;      // google::protobuf::Arena objects built
-  uint64_t arenas_idle = 0;         // kept for reuse now
+  uint64_t arenas_acquired = 0;  // ScopedArenas constructed
+  uint64_t arenas_created = 0;   // google::protobuf::Arena objects built
+  uint64_t arenas_idle = 0;      // kept for reuse now
   // Page-sized blocks come from PagePool::Default(): see its Stats().
-  uint64_t blocks_from_heap = 0;    // oversize blocks (one allocation > page)
-  uint64_t bytes_from_heap = 0;     // their total size
+  uint64_t blocks_from_heap = 0;  // oversize blocks (one allocation > page)
+  uint64_t bytes_from_heap = 0;   // their total size
   // Page-sized blocks taken from the heap because the page pool had none
   // (the OS refused memory): see "Out of memory" above.
   uint64_t blocks_from_heap_fallback = 0;
@@ -166,7 +162,8 @@ class ScopedArena {
   // Heap objects created while arenas are disabled, deleted in reverse.
   // Locked: Create() may run on several threads, as on a real arena.
   std::mutex owned_mu_;
-  std::vector<std::pair<void*, void (*)(void*)>> owned_;  // guarded by owned_mu_
+  using Deleter = void (*)(void*);
+  std::vector<std::pair<void*, Deleter>> owned_;  // guarded by owned_mu_
 #endif
 };
 

@@ -2,16 +2,16 @@
 //
 //   // The per-type pool: the fastest path, nothing to construct or pass.
 //   auto& pool = arenarpc::ObjectPool<Request>::Default();
-//   Request* r = pool.New(/*id=*/42, "payload");  // constructed in pooled memory
+//   Request* r = pool.New(/*id=*/42, "payload");  // in pooled memory
 //   ...
 //   pool.Delete(r);                  // destroyed; any thread may do this
 //
 //   // An instance: its own memory, options, Stats() and destructor.
 //   arenarpc::ObjectPool<Request> mine;
-//   void* raw = mine.Allocate();     // an uninitialised slot of sizeof(Request)
+//   void* raw = mine.Allocate();     // uninitialised, sizeof(Request) bytes
 //   mine.Deallocate(raw);
 //
-//   arenarpc::ObjectPoolStats s = pool.Stats();  // one lock, no walk of objects
+//   arenarpc::ObjectPoolStats s = pool.Stats();  // one lock, no walk
 //   pool.Trim();                     // gives fully free blocks back to the OS
 //
 //   // In arenarpc::PrometheusText() (arenarpc/metrics.h):
@@ -121,6 +121,17 @@ namespace internal {
 // Removes a destroyed pool from the stats registry (src/metrics.cc); cheap
 // when no pool was ever registered.
 void NotifyObjectPoolDestroyed(const void* pool);
+inline FixedPoolOptions ToFixedPoolOptions(const ObjectPoolOptions& o) {
+  return {o.block_size, o.magazine_size, o.max_empty_magazines, o.depot_shards};
+}
+// Default() pools are built with FixedPoolOptions{}: same defaults.
+static_assert(ObjectPoolOptions{}.block_size == FixedPoolOptions{}.block_size &&
+              ObjectPoolOptions{}.magazine_size ==
+                  FixedPoolOptions{}.magazine_size &&
+              ObjectPoolOptions{}.max_empty_magazines ==
+                  FixedPoolOptions{}.max_empty_magazines &&
+              ObjectPoolOptions{}.depot_shards ==
+                  FixedPoolOptions{}.depot_shards);
 
 // Storage of ObjectPool<T>::Default(): a union, so that no destructor runs
 // at exit (threads and static destructors may still use the pool).
@@ -138,7 +149,7 @@ class ObjectPool {
 
  public:
   explicit ObjectPool(const ObjectPoolOptions& options = {})
-      : pool_(sizeof(T), alignof(T), options) {}
+      : pool_(sizeof(T), alignof(T), internal::ToFixedPoolOptions(options)) {}
   // Unmaps all memory; see "Lifetime" above. Leaves the stats registry
   // (arenarpc/metrics.h) first.
   ~ObjectPool() { internal::NotifyObjectPoolDestroyed(this); }

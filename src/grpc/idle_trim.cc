@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "arenarpc/arena.h"
+#include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/page_pool.h"

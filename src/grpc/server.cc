@@ -1,9 +1,8 @@
-#include "arenarpc/grpc/server.h"
-
 #include <cstdlib>
 #include <cstring>
-
 #include <string>
+
+#include "arenarpc/grpc/allocation_mode.h"
 
 namespace arenarpc {
 

@@ -11,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "arenarpc/grpc/stream.h"
+#include "arenarpc/arena.h"
+#include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/internal/striped_counter.h"
 #include "arenarpc/page_pool.h"
 #include "src/internal/bucket_percentile.h"
@@ -81,7 +83,8 @@ GrpcStats GetGrpcStats() {
     const int64_t released = c.released.Sum();
     const int64_t allocated = c.allocated.Sum();
     out.calls = static_cast<uint64_t>(released);
-    out.in_flight = static_cast<uint64_t>(std::max<int64_t>(0, allocated - released));
+    out.in_flight =
+        static_cast<uint64_t>(std::max<int64_t>(0, allocated - released));
     out.free_request_calls = c.free_requests.load(std::memory_order_relaxed);
     out.arena_bytes_sum = c.arena_bytes_sum.load(std::memory_order_relaxed);
     for (int i = 0; i < kArenaBytesBuckets; ++i) {
@@ -114,8 +117,9 @@ using internal::PrometheusEscape;
 using Writer = internal::PrometheusWriter;
 
 std::string ModeLabel(int m) {
-  return absl::StrCat("mode=\"",
-                      std::string(AllocationModeName(static_cast<AllocationMode>(m))), "\"");
+  return absl::StrCat(
+      "mode=\"",
+      std::string(AllocationModeName(static_cast<AllocationMode>(m))), "\"");
 }
 
 // arenarpc_grpc_<kind>_*: kAuto's ("auto") or shadow measurement's methods.
@@ -128,10 +132,12 @@ void RenderMeasured(Writer& w, std::string_view kind,
     return absl::StrCat("method=\"", PrometheusEscape(a.method), "\"");
   };
   const std::string pick = p + (automatic ? "chosen" : "recommended");
-  w.Family(pick, "gauge",
-           automatic ? "kAuto: 1 for the mode chosen for a method, 0 for the others."
-                     : "Shadow: 1 for the mode measured cheapest for a method, 0 for the "
-                       "others.");
+  w.Family(
+      pick, "gauge",
+      automatic
+          ? "kAuto: 1 for the mode chosen for a method, 0 for the others."
+          : "Shadow: 1 for the mode measured cheapest for a method, 0 for the "
+            "others.");
   for (const MeasuredMethodStats& a : methods) {
     for (int m = 0; m < kNumAllocationModes; ++m) {
       w.Sample(pick, absl::StrCat(method(a), ",", ModeLabel(m)),
@@ -142,13 +148,14 @@ void RenderMeasured(Writer& w, std::string_view kind,
            "Measured parse + destroy of a call's messages, per mode.");
   for (const MeasuredMethodStats& a : methods) {
     for (int m = 0; m < kNumAllocationModes; ++m) {
-      w.Value(p + "cost_microseconds", absl::StrCat(method(a), ",", ModeLabel(m)),
-              a.cost_us[m]);
+      w.Value(p + "cost_microseconds",
+              absl::StrCat(method(a), ",", ModeLabel(m)), a.cost_us[m]);
     }
   }
   if (!automatic) {
-    w.Family(p + "saving_microseconds", "gauge",
-             "Estimated CPU per call saved by switching to the recommended mode.");
+    w.Family(
+        p + "saving_microseconds", "gauge",
+        "Estimated CPU per call saved by switching to the recommended mode.");
     for (const MeasuredMethodStats& a : methods) {
       w.Value(p + "saving_microseconds",
               absl::StrCat(method(a), ",", ModeLabel(static_cast<int>(a.mode))),
@@ -161,10 +168,12 @@ void RenderMeasured(Writer& w, std::string_view kind,
     uint64_t MeasuredMethodStats::*field;
   };
   static constexpr Counter kCounters[] = {
-      {"samples_total", "Sampled calls measured.", &MeasuredMethodStats::samples},
+      {"samples_total", "Sampled calls measured.",
+       &MeasuredMethodStats::samples},
       {"switches_total", "Times the cheapest mode changed.",
        &MeasuredMethodStats::switches},
-      {"dropped_total", "Samples not measured: queue full or busy, CPU budget spent.",
+      {"dropped_total",
+       "Samples not measured: queue full or busy, CPU budget spent.",
        &MeasuredMethodStats::dropped},
       {"malformed_total", "Sampled bytes that did not parse.",
        &MeasuredMethodStats::malformed},
@@ -173,7 +182,8 @@ void RenderMeasured(Writer& w, std::string_view kind,
   };
   for (const Counter& c : kCounters) {
     w.Family(p + c.suffix, "counter", c.help);
-    for (const MeasuredMethodStats& a : methods) w.Sample(p + c.suffix, method(a), a.*c.field);
+    for (const MeasuredMethodStats& a : methods)
+      w.Sample(p + c.suffix, method(a), a.*c.field);
   }
 }
 
@@ -202,7 +212,8 @@ std::string RenderPrometheusStats() {
     w.Sample("arenarpc_grpc_free_request_total", mode_label(m),
              gs.modes[m].free_request_calls);
   }
-  const GrpcModeStats& arena = gs.modes[static_cast<int>(AllocationMode::kArena)];
+  const GrpcModeStats& arena =
+      gs.modes[static_cast<int>(AllocationMode::kArena)];
   w.Family("arenarpc_grpc_arena_bytes_per_call", "histogram",
            "Arena bytes (request and response arenas) per arena-mode call.");
   uint64_t cumulative = 0;
@@ -239,9 +250,10 @@ std::string RenderPrometheusStats() {
        gs.idle_trims}};
   for (const auto& c : trim_counters) w.One(c.name, "counter", c.help, c.value);
   if (!gs.auto_methods.empty() || !gs.shadow_methods.empty()) {
-    w.Family("arenarpc_grpc_measuring_cpu_seconds_total", "counter",
-             "CPU spent measuring (kAuto, shadow): the measuring thread, and call "
-             "threads serializing sampled calls.");
+    w.Family(
+        "arenarpc_grpc_measuring_cpu_seconds_total", "counter",
+        "CPU spent measuring (kAuto, shadow): the measuring thread, and call "
+        "threads serializing sampled calls.");
     w.Value("arenarpc_grpc_measuring_cpu_seconds_total", "part=\"thread\"",
             gs.measuring.thread_cpu_s);
     w.Value("arenarpc_grpc_measuring_cpu_seconds_total", "part=\"sampling\"",

@@ -10,8 +10,8 @@ namespace internal {
 
 struct StreamGeneration {
   ScopedArena arena;
-  uint64_t live = 0;   // messages alive on it, guarded by the owner's mu_
-  bool used = false;   // a message was made on it
+  uint64_t live = 0;  // messages alive on it, guarded by the owner's mu_
+  bool used = false;  // a message was made on it
 };
 
 }  // namespace internal
@@ -122,7 +122,7 @@ void StreamArena::Unref(StreamGeneration* generation) {
   delete dead;  // outside the lock: runs message destructors
 }
 
-StreamArena::Stats StreamArena::GetStats() const {
+StreamArenaStats StreamArena::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }

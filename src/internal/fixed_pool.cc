@@ -6,7 +6,6 @@
 #include <new>
 #include <thread>
 
-#include "arenarpc/object_pool.h"  // ObjectPoolOptions
 #include "src/internal/memory_source.h"
 
 namespace arenarpc::internal {
@@ -16,7 +15,9 @@ constexpr uint64_t kBlockMagic = 0x4f424a504f4f4c31;  // "OBJPOOL1"
 constexpr size_t kMinBlockSize = size_t{64} << 10;
 constexpr size_t kMinSlotsPerBlock = 16;
 
-size_t RoundUp(size_t n, size_t align) { return (n + align - 1) / align * align; }
+size_t RoundUp(size_t n, size_t align) {
+  return (n + align - 1) / align * align;
+}
 
 // Test-only: magazine allocations still to fail
 // (FailMagazineAllocationsForTest).
@@ -41,20 +42,20 @@ struct FixedPool::BlockHeader {
 };
 
 FixedPool::FixedPool(size_t slot_size, size_t slot_align,
-                     const ObjectPoolOptions& options) {
+                     const FixedPoolOptions& options) {
   Configure(slot_size, slot_align, options);
   ready_.store(true, std::memory_order_release);
 }
 
 void FixedPool::SetUp() {
   std::call_once(set_up_once_, [this] {
-    Configure(lazy_slot_size_, lazy_slot_align_, ObjectPoolOptions{});
+    Configure(lazy_slot_size_, lazy_slot_align_, FixedPoolOptions{});
     ready_.store(true, std::memory_order_release);
   });
 }
 
 void FixedPool::Configure(size_t slot_size, size_t slot_align,
-                          const ObjectPoolOptions& options) {
+                          const FixedPoolOptions& options) {
   magazine_size_ = options.magazine_size;
   key_ = ThreadSlots::Register(this);
   ARENARPC_CHECK(slot_align != 0 && (slot_align & (slot_align - 1)) == 0 &&
@@ -77,9 +78,8 @@ void FixedPool::Configure(size_t slot_size, size_t slot_align,
       header += sizeof(uint64_t) * ((block_size_ / stride_ + 63) / 64);
     }
     header_size_ = RoundUp(header, header_align);
-    slots_per_block_ = block_size_ > header_size_
-                           ? (block_size_ - header_size_) / stride_
-                           : 0;
+    slots_per_block_ =
+        block_size_ > header_size_ ? (block_size_ - header_size_) / stride_ : 0;
     if (slots_per_block_ >= kMinSlotsPerBlock) break;
     block_size_ *= 2;
   }
@@ -177,7 +177,7 @@ size_t FixedPool::CarveLocked(void** out, size_t n) {
   return k;
 }
 
-// --- magazines and the depot ---------------------------------------------------
+// --- magazines and the depot -------------------------------------------------
 
 Magazine* FixedPool::NewMagazineLocked(Shard& sh) {
   Magazine* m = sh.empty;
@@ -185,13 +185,15 @@ Magazine* FixedPool::NewMagazineLocked(Shard& sh) {
     sh.empty = m->next;
     --sh.empty_count;
   } else {
-    if (__builtin_expect(magazine_failures.load(std::memory_order_relaxed) > 0, 0) &&
+    if (__builtin_expect(magazine_failures.load(std::memory_order_relaxed) > 0,
+                         0) &&
         magazine_failures.fetch_sub(1, std::memory_order_relaxed) > 0) {
       return nullptr;
     }
     // nothrow: a failure must leave the depot and the caches as they were.
-    m = static_cast<Magazine*>(::operator new(
-        sizeof(Magazine) + sizeof(void*) * size_t{magazine_size_}, std::nothrow));
+    m = static_cast<Magazine*>(::operator new (
+        sizeof(Magazine) + sizeof(void*) * size_t{magazine_size_},
+        std::nothrow));
     if (m == nullptr) return nullptr;
   }
   m->next = nullptr;
@@ -223,7 +225,8 @@ void FixedPool::PutItemsLocked(Shard& sh, void* const* items, size_t n) {
       sh.partial = fresh;
     }
     const size_t k = std::min<size_t>(n, magazine_size_ - sh.partial->count);
-    std::memcpy(sh.partial->items + sh.partial->count, items, k * sizeof(void*));
+    std::memcpy(sh.partial->items + sh.partial->count, items,
+                k * sizeof(void*));
     sh.partial->count += static_cast<uint32_t>(k);
     sh.in_depot += k;
     items += k;
@@ -260,7 +263,7 @@ Magazine* FixedPool::TakeFullFromAnyShard(ThreadCache* c) {
   return nullptr;
 }
 
-// --- thread caches -------------------------------------------------------------
+// --- thread caches -----------------------------------------------------------
 
 ThreadCache* FixedPool::Attach(ThreadCache* c) {
   const bool in_tls = c != nullptr;
@@ -337,7 +340,8 @@ void* FixedPool::AllocateSlow(ThreadCache* c) {
     for (uint32_t i = 0; i < num_shards_ && p == nullptr; ++i) {
       Shard& sh = shards_[i];
       std::lock_guard<std::mutex> lock(sh.mu);
-      if ((sh.partial == nullptr || sh.partial->count == 0) && sh.full != nullptr) {
+      if ((sh.partial == nullptr || sh.partial->count == 0) &&
+          sh.full != nullptr) {
         if (sh.partial != nullptr) FreeMagazineLocked(sh, sh.partial);
         sh.partial = sh.full;
         sh.full = sh.full->next;
@@ -421,14 +425,15 @@ void FixedPool::FlushThreadCache() {
   if (c == nullptr) return;
   Shard& sh = shards_[c->home];
   std::lock_guard<std::mutex> lock(sh.mu);
-  PutItemsLocked(sh, c->loaded->items, c->count.load(std::memory_order_relaxed));
+  PutItemsLocked(sh, c->loaded->items,
+                 c->count.load(std::memory_order_relaxed));
   PutItemsLocked(sh, c->previous->items,
                  c->prev_count.load(std::memory_order_relaxed));
   c->count.store(0, std::memory_order_relaxed);
   c->prev_count.store(0, std::memory_order_relaxed);
 }
 
-// --- Trim and Stats --------------------------------------------------------------
+// --- Trim and Stats ----------------------------------------------------------
 
 size_t FixedPool::Trim() {
   if (!ready()) return 0;
@@ -436,7 +441,8 @@ size_t FixedPool::Trim() {
   std::vector<BlockHeader*> released;
   {
     std::vector<std::unique_lock<std::mutex>> shard_locks;
-    for (uint32_t i = 0; i < num_shards_; ++i) shard_locks.emplace_back(shards_[i].mu);
+    for (uint32_t i = 0; i < num_shards_; ++i)
+      shard_locks.emplace_back(shards_[i].mu);
     std::lock_guard<std::mutex> lock(mu_);
     // Count the free slots of each block that sit in the depot; a block whose
     // every carved slot is there (and whose rest was never carved) is free.
@@ -527,7 +533,7 @@ FixedPoolStats FixedPool::Stats() const {
   return s;
 }
 
-// --- debug checks ----------------------------------------------------------------
+// --- debug checks ------------------------------------------------------------
 
 void FixedPool::DebugCheckReturnable(const void* p) const {
   ARENARPC_CHECK(p != nullptr, "ObjectPool::Deallocate(nullptr)");
@@ -536,13 +542,15 @@ void FixedPool::DebugCheckReturnable(const void* p) const {
                  "ObjectPool::Delete/Deallocate: object is not from this pool");
   const size_t offset = static_cast<size_t>(static_cast<const char*>(p) -
                                             reinterpret_cast<const char*>(b));
-  ARENARPC_CHECK(offset >= header_size_ && (offset - header_size_) % stride_ == 0 &&
+  ARENARPC_CHECK(offset >= header_size_ &&
+                     (offset - header_size_) % stride_ == 0 &&
                      (offset - header_size_) / stride_ < slots_per_block_,
                  "ObjectPool::Delete/Deallocate: not the address of an object");
   if (!has_bitmap_) return;  // a release library: ownership checks only
   const size_t slot = (offset - header_size_) / stride_;
-  const uint64_t bits = const_cast<BlockHeader*>(b)->in_use_bits()[slot / 64].load(
-      std::memory_order_relaxed);
+  const uint64_t bits =
+      const_cast<BlockHeader*>(b)->in_use_bits()[slot / 64].load(
+          std::memory_order_relaxed);
   ARENARPC_CHECK((bits >> (slot % 64)) & 1,
                  "ObjectPool::Delete/Deallocate: object freed twice");
 }
@@ -550,19 +558,20 @@ void FixedPool::DebugCheckReturnable(const void* p) const {
 void FixedPool::DebugMark(const void* p, bool in_use) const {
   if (!has_bitmap_) return;
   BlockHeader* b = HeaderOf(p);
-  const size_t slot =
-      (static_cast<size_t>(static_cast<const char*>(p) -
-                           reinterpret_cast<const char*>(b)) -
-       header_size_) /
-      stride_;
+  const size_t slot = (static_cast<size_t>(static_cast<const char*>(p) -
+                                           reinterpret_cast<const char*>(b)) -
+                       header_size_) /
+                      stride_;
   const uint64_t mask = uint64_t{1} << (slot % 64);
   std::atomic<uint64_t>& word = b->in_use_bits()[slot / 64];
   if (in_use) {
     const uint64_t old = word.fetch_or(mask, std::memory_order_relaxed);
-    ARENARPC_CHECK(!(old & mask), "ObjectPool: internal error: slot handed out twice");
+    ARENARPC_CHECK(!(old & mask),
+                   "ObjectPool: internal error: slot handed out twice");
   } else {
     const uint64_t old = word.fetch_and(~mask, std::memory_order_relaxed);
-    ARENARPC_CHECK(old & mask, "ObjectPool::Delete/Deallocate: object freed twice");
+    ARENARPC_CHECK(old & mask,
+                   "ObjectPool::Delete/Deallocate: object freed twice");
   }
 }
 

@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 #include <memory>
+#include <thread>
 
 namespace arenarpc::internal {
 
 PointerCache::PointerCache(size_t thread_capacity, size_t depot_capacity)
-    : thread_capacity_(static_cast<uint32_t>(std::max<size_t>(1, thread_capacity))),
+    : thread_capacity_(
+          static_cast<uint32_t>(std::max<size_t>(1, thread_capacity))),
       batch_(std::max<size_t>(1, thread_capacity / 2)),
       depot_capacity_(depot_capacity),
       key_(ThreadSlots::Register(this)) {
@@ -195,8 +196,8 @@ size_t PointerCache::DrainDepot() {
   return items.size();
 }
 
-PointerCache::Counts PointerCache::GetCounts() const {
-  Counts c;
+PointerCacheStats PointerCache::Stats() const {
+  PointerCacheStats c;
   std::lock_guard<std::mutex> lock(mu_);
   c.in_depot = depot_.size();
   c.hits = retired_hits_;

@@ -19,7 +19,7 @@
 // has not used them for a while (a thread pool's idle workers) and
 // Destroy()s them.
 //
-// Thread safety: Pop/Push/FlushThisThread/DrainDepot/ReleaseIdle/GetCounts
+// Thread safety: Pop/Push/FlushThisThread/DrainDepot/ReleaseIdle/Stats
 // may be called concurrently from any thread; an item may be pushed by
 // another thread than the one that popped it. Make/Destroy are called
 // without internal locks. A stack is written by its thread under the
@@ -41,14 +41,16 @@
 
 namespace arenarpc::internal {
 
+struct PointerCacheStats {
+  uint64_t in_depot = 0;
+  uint64_t in_threads = 0;  // in all thread stacks
+  uint64_t hits = 0;        // Pop() served by the thread stack
+  uint64_t misses = 0;      // Pop() that went to the depot or Make()
+};
+
 class PointerCache : private ThreadSlots::Owner {
  public:
-  struct Counts {
-    uint64_t in_depot = 0;
-    uint64_t in_threads = 0;  // in all thread stacks
-    uint64_t hits = 0;        // Pop() served by the thread stack
-    uint64_t misses = 0;      // Pop() that went to the depot or Make()
-  };
+  using Counts [[deprecated("use PointerCacheStats")]] = PointerCacheStats;
 
   PointerCache(size_t thread_capacity, size_t depot_capacity);
   virtual ~PointerCache();
@@ -96,7 +98,10 @@ class PointerCache : private ThreadSlots::Owner {
   // number of items destroyed. The threads keep working: an emptied stack
   // refills on its next Pop.
   size_t ReleaseIdle(std::chrono::nanoseconds idle_for);
-  Counts GetCounts() const;
+  PointerCacheStats Stats() const;
+  [[deprecated("use Stats")]] PointerCacheStats GetCounts() const {
+    return Stats();
+  }
 
  protected:
   // Creates up to `n` (>= 1) items into `out`; returns how many.
@@ -106,7 +111,7 @@ class PointerCache : private ThreadSlots::Owner {
   void Shutdown();
 
  private:
-  // One per (cache, thread). Only the owning thread writes; GetCounts()
+  // One per (cache, thread). Only the owning thread writes; Stats()
   // reads from other threads, hence relaxed atomics updated by load+store.
   struct Stack {
     explicit Stack(size_t capacity) : items(new void*[capacity]) {}
@@ -142,9 +147,9 @@ class PointerCache : private ThreadSlots::Owner {
   const ThreadSlots::Key key_;
 
   mutable std::mutex mu_;
-  std::vector<void*> depot_;    // guarded by mu_
-  std::vector<Stack*> stacks_;  // live thread stacks, guarded by mu_
-  uint64_t retired_hits_ = 0;   // of exited threads, guarded by mu_
+  std::vector<void*> depot_;     // guarded by mu_
+  std::vector<Stack*> stacks_;   // live thread stacks, guarded by mu_
+  uint64_t retired_hits_ = 0;    // of exited threads, guarded by mu_
   uint64_t retired_misses_ = 0;  // guarded by mu_
 };
 

@@ -69,7 +69,8 @@ std::string SerializedRecord(int i) {
   return r.SerializeAsString();
 }
 
-class AllocatorConcurrencyTest : public ::testing::TestWithParam<AllocationMode> {};
+class AllocatorConcurrencyTest
+    : public ::testing::TestWithParam<AllocationMode> {};
 
 TEST_P(AllocatorConcurrencyTest, HoldersMadeAndReleasedOnDifferentThreads) {
   const AllocationMode mode = GetParam();
@@ -87,7 +88,8 @@ TEST_P(AllocatorConcurrencyTest, HoldersMadeAndReleasedOnDifferentThreads) {
   std::thread scraper([&] {  // a metrics endpoint, scraped all the time
     while (!done.load()) {
       if (testing::ModeStats(mode).calls < before.calls) bad.fetch_add(1);
-      if (RenderPrometheusStats().find("arenarpc_grpc_calls_total") == std::string::npos) {
+      if (RenderPrometheusStats().find("arenarpc_grpc_calls_total") ==
+          std::string::npos) {
         bad.fetch_add(1);
       }
     }
@@ -99,7 +101,8 @@ TEST_P(AllocatorConcurrencyTest, HoldersMadeAndReleasedOnDifferentThreads) {
         const int id = m * kPerMaker + i;
         Holder* h = allocator->AllocateMessages();
         // gRPC parses the request into the holder, the handler answers.
-        if (!h->request()->ParseFromString(SerializedRecord(id))) bad.fetch_add(1);
+        if (!h->request()->ParseFromString(SerializedRecord(id)))
+          bad.fetch_add(1);
         h->response()->CopyFrom(*h->request());
         h->response()->add_tags("answered");
         queue.Push({id, h});
@@ -114,7 +117,8 @@ TEST_P(AllocatorConcurrencyTest, HoldersMadeAndReleasedOnDifferentThreads) {
         Record expected;
         expected.ParseFromString(SerializedRecord(id));
         expected.add_tags("answered");
-        if (h->response()->SerializeAsString() != expected.SerializeAsString()) {
+        if (h->response()->SerializeAsString() !=
+            expected.SerializeAsString()) {
           bad.fetch_add(1);
         }
         if (id % 3 == 0) {  // the handler dropped the request early
@@ -135,7 +139,8 @@ TEST_P(AllocatorConcurrencyTest, HoldersMadeAndReleasedOnDifferentThreads) {
   const GrpcModeStats after = testing::ModeStats(mode);
   EXPECT_EQ(after.calls, before.calls + kMakers * kPerMaker);
   EXPECT_EQ(after.in_flight, before.in_flight);
-  EXPECT_EQ(after.free_request_calls, before.free_request_calls + freed_early.load());
+  EXPECT_EQ(after.free_request_calls,
+            before.free_request_calls + freed_early.load());
   if (mode == AllocationMode::kReuse) {
     EXPECT_EQ(SharedMessagePool<Record>().Stats().in_use, 0u);
     // Record is a type Clear() cannot keep whole: a fresh arena per use.
@@ -155,7 +160,7 @@ TEST(StreamArenaConcurrencyTest, MessagesMadeAndDroppedOnTwoThreads) {
   constexpr int kMessages = 3000;
   std::thread reader([&] {
     for (int i = 0; i < kMessages; ++i) {
-      StreamMessage<Record> request = arena.Make<Record>();
+      StreamMessage<Record> request = arena.Create<Record>();
       if (!request->ParseFromString(SerializedRecord(i))) bad.fetch_add(1);
       queue.Push(std::move(request));
     }
@@ -165,7 +170,7 @@ TEST(StreamArenaConcurrencyTest, MessagesMadeAndDroppedOnTwoThreads) {
     int i = 0;
     while (std::optional<StreamMessage<Record>> request = queue.Pop()) {
       if ((*request)->stamp() != i++) bad.fetch_add(1);
-      StreamMessage<Record> response = arena.Make<Record>();
+      StreamMessage<Record> response = arena.Create<Record>();
       const std::string title = (*request)->title();
       response->set_title(title);
       request->reset();
@@ -176,7 +181,7 @@ TEST(StreamArenaConcurrencyTest, MessagesMadeAndDroppedOnTwoThreads) {
   reader.join();
   writer.join();
   EXPECT_EQ(bad.load(), 0);
-  const StreamArena::Stats s = arena.GetStats();
+  const StreamArenaStats s = arena.Stats();
   EXPECT_EQ(s.messages, 2u * kMessages);
   EXPECT_EQ(s.live_messages, 0u);
   EXPECT_GT(s.generations, 1u);

@@ -52,7 +52,8 @@ TEST_P(AllocatorTest, HolderLifecycleAndFreeRequest) {
 
   auto* holder = allocator->AllocateMessages();
   // kAuto starts on arenas (no samples measured yet in this test).
-  const AllocationMode concrete = mode == AllocationMode::kAuto ? AllocationMode::kArena : mode;
+  const AllocationMode concrete =
+      mode == AllocationMode::kAuto ? AllocationMode::kArena : mode;
   ASSERT_NE(holder->request(), nullptr);
   ASSERT_NE(holder->response(), nullptr);
   EXPECT_EQ(InFlight(mode), before.in_flight + 1);
@@ -91,7 +92,9 @@ TEST_P(AllocatorTest, HolderLifecycleAndFreeRequest) {
   EXPECT_EQ(after.free_request_calls, before.free_request_calls + 1);
   if (concrete == AllocationMode::kArena) {
     EXPECT_GT(after.arena_bytes_sum, before.arena_bytes_sum);
-    if (mode == AllocationMode::kArena) EXPECT_GT(after.arena_bytes_p50, 0u);
+    if (mode == AllocationMode::kArena) {
+      EXPECT_GT(after.arena_bytes_p50, 0u);
+    }
   }
 }
 
@@ -123,14 +126,16 @@ TEST(InstallTest, PluginAndTemplateInstallTheSameAllocator) {
   echo::EchoServiceImpl a;
   EXPECT_EQ(echo::InstallEchoServiceAllocators(&a, AllocationMode::kArena), 1);
   echo::EchoServiceImpl b;
-  EXPECT_EQ(InstallMessageAllocators(
-                &b, AllocationMode::kReuse,
-                &echo::EchoService::CallbackService::SetMessageAllocatorFor_Echo),
-            1);
+  EXPECT_EQ(
+      InstallMessageAllocators(
+          &b, AllocationMode::kReuse,
+          &echo::EchoService::CallbackService::SetMessageAllocatorFor_Echo),
+      1);
   // A service with the unary method on the sync API: nothing to install.
   class SyncOnly : public echo::EchoService::Service {};
   SyncOnly sync;
-  EXPECT_EQ(echo::InstallEchoServiceAllocators(&sync, AllocationMode::kArena), 0);
+  EXPECT_EQ(echo::InstallEchoServiceAllocators(&sync, AllocationMode::kArena),
+            0);
 }
 
 // A destroyed pool leaves the stats registry: nothing reads it afterwards
@@ -151,9 +156,9 @@ TEST(PrometheusTest, DestroyedPoolLeavesTheStats) {
 // samples, sample lines are `name{labels} value`, histograms are cumulative.
 TEST(PrometheusTest, RendersEveryFamilyWellFormed) {
   // Make sure there is something in each section.
-  auto* holder = GetMessageAllocator<EchoRequest, EchoResponse>(
-                     AllocationMode::kArena)
-                     ->AllocateMessages();
+  auto* holder =
+      GetMessageAllocator<EchoRequest, EchoResponse>(AllocationMode::kArena)
+          ->AllocateMessages();
   echo::BuildEchoRequest(5, 1, holder->request());
   holder->Release();
   static MessagePool<echo::Item> items;
@@ -188,7 +193,9 @@ TEST(PrometheusTest, RendersEveryFamilyWellFormed) {
     EXPECT_EQ(name.rfind(current, 0), 0u) << name << " outside " << current;
     const uint64_t value = std::stoull(line.substr(line.rfind(' ') + 1));
     if (name == "arenarpc_grpc_arena_bytes_per_call_bucket") {
-      if (!buckets.empty()) EXPECT_GE(value, buckets.back());
+      if (!buckets.empty()) {
+        EXPECT_GE(value, buckets.back());
+      }
       buckets.push_back(value);
     }
     if (name == "arenarpc_grpc_arena_bytes_per_call_count") count = value;
@@ -222,12 +229,13 @@ TEST(ClientCallTest, ArenaCallFreesEverythingAfterCallback) {
     EXPECT_EQ(call.response()->GetArena(), call.arena());
     echo::BuildEchoRequest(3, 1, call.request());
     EchoResponse* response = call.response();
-    callback = call.Then([&ran, response](const grpc::Status& s, EchoResponse* r) {
-      EXPECT_TRUE(s.ok());
-      EXPECT_EQ(r, response);
-      EXPECT_EQ(r->payload_size(), 1);
-      ran = true;
-    });
+    callback =
+        call.Then([&ran, response](const grpc::Status& s, EchoResponse* r) {
+          EXPECT_TRUE(s.ok());
+          EXPECT_EQ(r, response);
+          EXPECT_EQ(r->payload_size(), 1);
+          ran = true;
+        });
     response->add_payload("still alive after the scope ended");
   }
   EXPECT_EQ(GetArenaStats().arenas_acquired, before.arenas_acquired + 1);
@@ -266,14 +274,14 @@ TEST(ClientCallTest, PooledCallReturnsMessagesAfterCallbackOrWhenDropped) {
 TEST(StreamArenaTest, PingPongRecyclesBetweenMessages) {
   StreamArena arena;
   for (int i = 0; i < 20; ++i) {
-    StreamMessage<EchoRequest> request = arena.Make<EchoRequest>();
+    StreamMessage<EchoRequest> request = arena.Create<EchoRequest>();
     echo::BuildEchoRequest(5, i, request.get());
-    StreamMessage<EchoResponse> response = arena.Make<EchoResponse>();
+    StreamMessage<EchoResponse> response = arena.Create<EchoResponse>();
     response->mutable_payload()->CopyFrom(request->payload());
     request.reset();
     EXPECT_EQ(response->payload_size(), 50);
   }
-  const StreamArena::Stats s = arena.GetStats();
+  const StreamArenaStats s = arena.Stats();
   EXPECT_EQ(s.messages, 40u);
   EXPECT_EQ(s.generations, 20u);  // a fresh arena per exchange
   EXPECT_EQ(s.live_messages, 0u);
@@ -295,8 +303,8 @@ TEST(StreamArenaTest, TotalsAreExported) {
   const uint64_t messages = value("arenarpc_grpc_stream_messages_total");
   {
     StreamArena arena;
-    StreamMessage<EchoRequest> a = arena.Make<EchoRequest>();
-    StreamMessage<EchoResponse> b = arena.Make<EchoResponse>();
+    StreamMessage<EchoRequest> a = arena.Create<EchoRequest>();
+    StreamMessage<EchoResponse> b = arena.Create<EchoResponse>();
     const StreamArenaTotals t = GetStreamArenaTotals();
     EXPECT_EQ(t.streams, before.streams + 1);
     EXPECT_EQ(t.streams_created, before.streams_created + 1);
@@ -318,17 +326,32 @@ TEST(StreamArenaTest, TotalsAreExported) {
             before.streams_created + 1);
 }
 
+// The names before issue 15 still compile and do the same, for one release.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+TEST(StreamArenaTest, DeprecatedNamesStillWork) {
+  StreamArena arena;
+  {
+    StreamMessage<EchoRequest> request = arena.Make<EchoRequest>();
+    EXPECT_TRUE(request);
+  }
+  const StreamArenaStats s = arena.GetStats();
+  EXPECT_EQ(s.messages, arena.Stats().messages);
+  EXPECT_EQ(s.messages, 1u);
+}
+#pragma GCC diagnostic pop
+
 TEST(StreamArenaTest, OverlappingMessagesRotateAtTheThreshold) {
   StreamArena arena(/*recycle_bytes=*/64 << 10);
-  StreamMessage<EchoRequest> kept = arena.Make<EchoRequest>();  // never freed
+  StreamMessage<EchoRequest> kept = arena.Create<EchoRequest>();  // never freed
   echo::BuildEchoRequest(10, 0, kept.get());
   std::vector<StreamMessage<EchoRequest>> window;
   for (int i = 0; i < 200; ++i) {
-    window.push_back(arena.Make<EchoRequest>());
+    window.push_back(arena.Create<EchoRequest>());
     echo::BuildEchoRequest(5, i, window.back().get());
     if (window.size() > 2) window.erase(window.begin());
   }
-  const StreamArena::Stats s = arena.GetStats();
+  const StreamArenaStats s = arena.Stats();
   EXPECT_GT(s.generations, 5u);
   EXPECT_LE(s.live_generations, 4u);  // bounded by what is alive
   EXPECT_EQ(s.live_messages, 3u);
@@ -343,7 +366,8 @@ TEST(StreamArenaDeathTest, DestroyedWithLiveMessagesAborts) {
   EXPECT_DEATH(
       {
         auto* arena = new StreamArena();
-        auto* leaked = new StreamMessage<EchoRequest>(arena->Make<EchoRequest>());
+        auto* leaked =
+            new StreamMessage<EchoRequest>(arena->Create<EchoRequest>());
         (void)leaked;
         delete arena;
       },

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "arenarpc/grpc/client.h"
+#include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "echo_service.h"
 #include "grpc/grpc_test_util.h"
@@ -44,10 +45,9 @@ TEST_P(ConcurrencyTest, SixtyFourClientsVerified) {
           // Mixed sizes (the growth guard and arena block sizes see both)
           // and both client flavours.
           const int scale = (i % 16 == 5) ? 40 : 1 + (i % 4);
-          auto call = (i % 2 == 0)
-                          ? ClientCall<EchoRequest, EchoResponse>()
-                          : ClientCall<EchoRequest, EchoResponse>(requests,
-                                                                  responses);
+          auto call = (i % 2 == 0) ? ClientCall<EchoRequest, EchoResponse>()
+                                   : ClientCall<EchoRequest, EchoResponse>(
+                                         requests, responses);
           echo::BuildEchoRequest(scale, c * 1000 + i, call.request());
           if (i % 8 == 3) call.request()->set_delay_ms(1);  // other thread
           // Connecting is not what this test checks. Under ASan on a loaded
@@ -61,13 +61,13 @@ TEST_P(ConcurrencyTest, SixtyFourClientsVerified) {
           grpc::Status s =
               stub->Echo(call.context(), *call.request(), call.response());
           std::string why;
-          if (s.ok() &&
-              echo::VerifyEchoResponse(*call.request(), *call.response(), &why)) {
+          if (s.ok() && echo::VerifyEchoResponse(*call.request(),
+                                                 *call.response(), &why)) {
             ok.fetch_add(1);
           } else if (failed.fetch_add(1) < 5) {
             ADD_FAILURE() << "client " << c << " call " << i << ": status "
-                          << s.error_code() << " " << s.error_message()
-                          << " " << s.error_details() << why;
+                          << s.error_code() << " " << s.error_message() << " "
+                          << s.error_details() << why;
           }
         }
       });

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "arenarpc/grpc/client.h"
+#include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "echo_service.h"
 #include "grpc/grpc_test_util.h"
@@ -54,7 +55,8 @@ class EchoE2eTest : public ::testing::TestWithParam<AllocationMode> {
   void SetUp() override {
     mode_ = GetParam();
     pool_in_use_ = ReusePoolsInUse();
-    server_ = std::make_unique<EchoServer>(mode_, /*max_receive_bytes=*/1 << 20);
+    server_ =
+        std::make_unique<EchoServer>(mode_, /*max_receive_bytes=*/1 << 20);
     channel_ = server_->NewChannel();
     stub_ = EchoService::NewStub(channel_);
   }
@@ -81,7 +83,8 @@ class EchoE2eTest : public ::testing::TestWithParam<AllocationMode> {
         stub_->Echo(call.context(), *call.request(), call.response());
     ASSERT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
     std::string why;
-    EXPECT_TRUE(echo::VerifyEchoResponse(*call.request(), *call.response(), &why))
+    EXPECT_TRUE(
+        echo::VerifyEchoResponse(*call.request(), *call.response(), &why))
         << why;
   }
 
@@ -118,7 +121,8 @@ TEST_P(EchoE2eTest, CallbackClientWithClientCall) {
     stub_->async()->Echo(
         call.context(), call.request(), call.response(),
         call.Then([&, request](const grpc::Status& s, EchoResponse* response) {
-          if (s.ok() && echo::VerifyEchoResponse(*request, *response, nullptr)) {
+          if (s.ok() &&
+              echo::VerifyEchoResponse(*request, *response, nullptr)) {
             ok.fetch_add(1);
           }
           latch.CountDown();
@@ -188,7 +192,8 @@ TEST_P(EchoE2eTest, OverMaxReceiveSizeIsResourceExhausted) {
   ClientCall<EchoRequest, EchoResponse> call;
   echo::BuildEchoRequest(900, 1, call.request());  // > 1 MiB
   ASSERT_GT(call.request()->ByteSizeLong(), 1u << 20);
-  grpc::Status s = stub_->Echo(call.context(), *call.request(), call.response());
+  grpc::Status s =
+      stub_->Echo(call.context(), *call.request(), call.response());
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
       << s.error_message();
   ExpectEcho(10, 2);  // still serving
@@ -226,7 +231,8 @@ TEST_P(EchoE2eTest, ErrorStatusFromTheHandler) {
   ClientCall<EchoRequest, EchoResponse> call;
   echo::BuildEchoRequest(5, 1, call.request());
   call.request()->set_fail_with_code(grpc::StatusCode::FAILED_PRECONDITION);
-  grpc::Status s = stub_->Echo(call.context(), *call.request(), call.response());
+  grpc::Status s =
+      stub_->Echo(call.context(), *call.request(), call.response());
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(call.response()->payload_size(), 0);
 }
@@ -242,12 +248,12 @@ TEST_P(EchoE2eTest, CancelledCalls) {
     echo::BuildEchoRequest(10, i, call.request());
     call.request()->set_delay_ms(3000);  // all in flight even under load
     contexts.push_back(call.context());
-    stub_->async()->Echo(
-        call.context(), call.request(), call.response(),
-        call.Then([&](const grpc::Status& s, EchoResponse*) {
-          if (s.error_code() == grpc::StatusCode::CANCELLED) cancelled++;
-          latch.CountDown();
-        }));
+    stub_->async()->Echo(call.context(), call.request(), call.response(),
+                         call.Then([&](const grpc::Status& s, EchoResponse*) {
+                           if (s.error_code() == grpc::StatusCode::CANCELLED)
+                             cancelled++;
+                           latch.CountDown();
+                         }));
   }
   // Every call reached the handler and waits for its delayed Finish.
   ASSERT_TRUE(WaitFor([&] { return InFlight(mode_) == in_flight + kCalls; }));
@@ -262,7 +268,8 @@ TEST_P(EchoE2eTest, DeadlineExceeded) {
   call.request()->set_delay_ms(1000);
   call.context()->set_deadline(std::chrono::system_clock::now() +
                                std::chrono::milliseconds(100));
-  grpc::Status s = stub_->Echo(call.context(), *call.request(), call.response());
+  grpc::Status s =
+      stub_->Echo(call.context(), *call.request(), call.response());
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   ExpectEcho(5, 3);  // still serving
 }

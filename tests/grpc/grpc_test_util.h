@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "echo_service.h"
 
@@ -60,15 +61,14 @@ inline bool WaitFor(const std::function<bool()>& done,
 inline uint64_t InFlight(AllocationMode mode) {
   return ModeStats(mode).in_flight;
 }
-inline uint64_t Calls(AllocationMode mode) {
-  return ModeStats(mode).calls;
-}
+inline uint64_t Calls(AllocationMode mode) { return ModeStats(mode).calls; }
 
 // Echo server on 127.0.0.1, a free port, with `options` (or a mode)
 // installed.
 class EchoServer {
  public:
-  explicit EchoServer(const ServerOptions& options, int max_receive_bytes = 4 << 20) {
+  explicit EchoServer(const ServerOptions& options,
+                      int max_receive_bytes = 4 << 20) {
     EXPECT_EQ(echo::InstallEchoServiceAllocators(&service_, options), 1);
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -97,8 +97,8 @@ class EchoServer {
     args.SetMaxSendMessageSize(64 << 20);
     // A connection of its own (not shared with other channels).
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    return grpc::CreateCustomChannel(target(), grpc::InsecureChannelCredentials(),
-                                     args);
+    return grpc::CreateCustomChannel(target(),
+                                     grpc::InsecureChannelCredentials(), args);
   }
 
  private:

@@ -2,8 +2,10 @@
 // text.
 //
 //   arenarpc::GrpcStats s = arenarpc::GetGrpcStats();
-//   uint64_t arena_calls = s.modes[int(arenarpc::AllocationMode::kArena)].calls;
-//   uint64_t p99 = s.modes[int(arenarpc::AllocationMode::kArena)].arena_bytes_p99;
+//   const arenarpc::GrpcModeStats& arena =
+//       s.modes[int(arenarpc::AllocationMode::kArena)];
+//   uint64_t arena_calls = arena.calls;
+//   uint64_t p99 = arena.arena_bytes_p99;
 //
 //   // e.g. behind an HTTP /metrics handler:
 //   std::string text = arenarpc::RenderPrometheusStats();
@@ -40,7 +42,8 @@
 #include <string_view>
 #include <vector>
 
-#include "arenarpc/grpc/server.h"
+#include "arenarpc/grpc/allocation_mode.h"
+#include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/message_pool.h"
 #include "arenarpc/metrics.h"  // GetMessagePoolStats, RegisterMessagePoolStats
 
@@ -59,9 +62,9 @@ inline constexpr std::array<uint64_t, kArenaBytesBuckets - 1>
         uint64_t{1} << 24, uint64_t{1} << 25, uint64_t{1} << 26};
 
 struct GrpcModeStats {
-  uint64_t calls = 0;              // holders released (calls completed)
-  uint64_t in_flight = 0;          // holders allocated, not yet released
-  uint64_t free_request_calls = 0; // FreeRequest() that freed a request
+  uint64_t calls = 0;               // holders released (calls completed)
+  uint64_t in_flight = 0;           // holders allocated, not yet released
+  uint64_t free_request_calls = 0;  // FreeRequest() that freed a request
   // kArena only: bytes of both arenas of a call, at its end.
   uint64_t arena_bytes_sum = 0;
   std::array<uint64_t, kArenaBytesBuckets> arena_bytes_buckets = {};
@@ -76,10 +79,10 @@ struct GrpcModeStats {
 // the request path, smoothed), the mode running and the one that would be
 // cheaper.
 struct MeasuredMethodStats {
-  std::string method;  // "pkg.Service/Method", or "pkg.Req -> pkg.Resp"
+  std::string method;      // "pkg.Service/Method", or "pkg.Req -> pkg.Resp"
   bool automatic = false;  // kAuto: `mode` follows `recommended`
-  AllocationMode mode = AllocationMode::kArena;         // calls run in it now
-  AllocationMode recommended = AllocationMode::kArena;  // surely cheapest
+  AllocationMode mode = AllocationMode::kArena;          // calls run in it now
+  AllocationMode recommended = AllocationMode::kArena;   // surely cheapest
   std::array<double, kNumAllocationModes> cost_us = {};  // by AllocationMode
   // Estimated CPU saved per call by switching to `recommended`:
   // cost_us[mode] - cost_us[recommended] (0 for kAuto, which switched).
@@ -109,10 +112,10 @@ MeasuringCost GetMeasuringCost();
 struct GrpcStats {
   std::array<GrpcModeStats, kNumAllocationModes> modes;  // by AllocationMode
   // kReuse: summed over the shared pools gRPC allocators use.
-  uint64_t reuse_hits = 0;        // MessagePoolStats::reuse_hits
-  uint64_t reuse_created = 0;     // MessagePoolStats::created
-  uint64_t reuse_evictions = 0;   // evicted_by_guard + dropped_idle
-  uint64_t reuse_in_use = 0;      // pooled messages on loan now
+  uint64_t reuse_hits = 0;       // MessagePoolStats::reuse_hits
+  uint64_t reuse_created = 0;    // MessagePoolStats::created
+  uint64_t reuse_evictions = 0;  // evicted_by_guard + dropped_idle
+  uint64_t reuse_in_use = 0;     // pooled messages on loan now
   // ServerOptions::max_pooled_bytes: calls given heap messages while over
   // the cap, and the trims that caused (depots only).
   uint64_t over_cap_heap_calls = 0;

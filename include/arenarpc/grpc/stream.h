@@ -6,12 +6,12 @@
 //
 //   class EchoStreamReactor : public grpc::ServerBidiReactor<Req, Resp> {
 //     void Next() {
-//       request_ = arena_.Make<Req>();     // the old one is released
+//       request_ = arena_.Create<Req>();   // the old one is released
 //       StartRead(request_.get());
 //     }
 //     void OnReadDone(bool ok) override {
 //       if (!ok) return Finish(grpc::Status::OK);
-//       response_ = arena_.Make<Resp>();
+//       response_ = arena_.Create<Resp>();
 //       Fill(*request_, response_.get());
 //       request_.reset();
 //       StartWrite(response_.get());       // valid until OnWriteDone
@@ -27,7 +27,7 @@
 //   };
 //
 // How. Messages are made on the current "generation", a pooled ScopedArena,
-// and counted. When Make() finds the current generation with no live
+// and counted. When Create() finds the current generation with no live
 // message, that arena goes back to the pool and a fresh one is taken (so a
 // ping-pong stream reuses one arena's pages per message, "reset between
 // messages"); when the live messages overlap (a reader keeps one while a
@@ -36,7 +36,7 @@
 // its last message is. Memory is therefore bounded by the messages alive at
 // once, not by the length of the stream.
 //
-// Thread safety: Make() and dropping StreamMessages may happen concurrently
+// Thread safety: Create() and dropping StreamMessages may happen concurrently
 // (a bidi reactor's OnReadDone and OnWriteDone can run on two threads); a
 // StreamMessage itself is not thread-safe.
 // Lifetime: every StreamMessage must be destroyed before its StreamArena
@@ -44,7 +44,7 @@
 // a message lives until its StreamMessage is destroyed or reset. Using it
 // after that is undefined behaviour; ASan reports it once its generation's
 // arena is back in the pool (the current generation stays live until the
-// next Make()).
+// next Create()).
 #ifndef ARENARPC_GRPC_STREAM_H_
 #define ARENARPC_GRPC_STREAM_H_
 
@@ -101,6 +101,14 @@ class StreamMessage {
   T* message_ = nullptr;
 };
 
+// A snapshot of a StreamArena's counters.
+struct StreamArenaStats {
+  uint64_t messages = 0;     // made so far
+  uint64_t generations = 0;  // arenas used so far
+  uint64_t live_messages = 0;
+  uint64_t live_generations = 0;
+};
+
 class StreamArena {
  public:
   explicit StreamArena(size_t recycle_bytes = size_t{256} << 10);
@@ -108,16 +116,20 @@ class StreamArena {
   StreamArena(const StreamArena&) = delete;
   StreamArena& operator=(const StreamArena&) = delete;
 
+  // Creates a T on the current generation, as ScopedArena::Create does.
   template <class T, class... Args>
-  StreamMessage<T> Make(Args&&... args);
+  StreamMessage<T> Create(Args&&... args);
 
-  struct Stats {
-    uint64_t messages = 0;     // made so far
-    uint64_t generations = 0;  // arenas used so far
-    uint64_t live_messages = 0;
-    uint64_t live_generations = 0;
-  };
-  Stats GetStats() const;
+  StreamArenaStats Stats() const;
+
+  // Old names, for one release.
+  template <class T, class... Args>
+  [[deprecated("use Create")]] StreamMessage<T> Make(Args&&... args) {
+    return Create<T>(std::forward<Args>(args)...);
+  }
+  [[deprecated("use Stats")]] StreamArenaStats GetStats() const {
+    return Stats();
+  }
 
  private:
   template <class T>
@@ -131,7 +143,7 @@ class StreamArena {
   const size_t recycle_bytes_;
   mutable std::mutex mu_;
   internal::StreamGeneration* current_ = nullptr;  // guarded by mu_
-  Stats stats_;                                    // guarded by mu_
+  StreamArenaStats stats_;                         // guarded by mu_
 };
 
 // Every StreamArena of the process summed: RenderPrometheusStats() exports
@@ -148,7 +160,7 @@ struct StreamArenaTotals {
 StreamArenaTotals GetStreamArenaTotals();
 
 template <class T, class... Args>
-StreamMessage<T> StreamArena::Make(Args&&... args) {
+StreamMessage<T> StreamArena::Create(Args&&... args) {
   internal::StreamGeneration* g = Acquire();
   // ScopedArena::Create is thread-safe; the generation cannot go away: we
   // hold a count on it.

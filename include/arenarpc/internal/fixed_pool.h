@@ -47,11 +47,16 @@
 #include "arenarpc/internal/thread_slots.h"
 #include "arenarpc/internal/tls_model.h"
 
-namespace arenarpc {
-struct ObjectPoolOptions;  // documented in arenarpc/object_pool.h
-}  // namespace arenarpc
-
 namespace arenarpc::internal {
+
+// The pool's own options, so that it depends on no public header;
+// ObjectPoolOptions (arenarpc/object_pool.h) documents and maps to them.
+struct FixedPoolOptions {
+  size_t block_size = size_t{256} << 10;  // raised to hold 16 slots
+  uint32_t magazine_size = 256;           // in [1, 2^20]
+  uint32_t max_empty_magazines = 256;     // across all shards
+  uint32_t depot_shards = 0;  // 0: twice the hardware threads, in [4, 64]
+};
 
 struct FixedPoolStats {
   size_t slot_size = 0;          // the stride: bytes one object occupies
@@ -80,7 +85,7 @@ struct Magazine {
 class FixedPool final : private ThreadSlots::Owner {
  public:
   FixedPool(size_t slot_size, size_t slot_align,
-            const ObjectPoolOptions& options);
+            const FixedPoolOptions& options);
   // A pool with default options whose depot, layout and thread-slot key are
   // set up on first use, so that it can be constinit (ObjectPool<T>::Default:
   // no guard on access). Its owner must never destroy it.
@@ -177,7 +182,7 @@ class FixedPool final : private ThreadSlots::Owner {
   }
   void SetUp();  // once; Lazy pools only
   void Configure(size_t slot_size, size_t slot_align,
-                 const ObjectPoolOptions& options);
+                 const FixedPoolOptions& options);
 
   // Hand-out and return hooks run only here, inline, in the caller's
   // translation unit: a debug build of the caller marks and checks every
@@ -225,7 +230,8 @@ class FixedPool final : private ThreadSlots::Owner {
   // Items no magazine can be found for (out of memory) are dropped: lost_.
   void PutItemsLocked(Shard& s, void* const* items, size_t n);
   Magazine* TakeFullLocked(Shard& s);  // or nullptr
-  Magazine* TakeFullFromAnyShard(ThreadCache* c);  // home first; frees c->previous
+  // Home shard first; frees c->previous.
+  Magazine* TakeFullFromAnyShard(ThreadCache* c);
   size_t CarveLocked(void** out, size_t n);  // requires mu_; 0: no memory
   BlockHeader* MapBlock();
   void UnmapBlock(BlockHeader* b);
@@ -254,8 +260,8 @@ class FixedPool final : private ThreadSlots::Owner {
 
   // Lock order: shards in index order, then mu_ (only Trim nests them).
   alignas(64) mutable std::mutex mu_;
-  uint64_t carved_ = 0;              // carved from live blocks, guarded by mu_
-  BlockHeader* carving_ = nullptr;   // newest block, guarded by mu_
+  uint64_t carved_ = 0;               // carved from live blocks, guarded by mu_
+  BlockHeader* carving_ = nullptr;    // newest block, guarded by mu_
   std::vector<BlockHeader*> blocks_;  // guarded by mu_
   std::vector<ThreadCache*> caches_;  // live thread caches, guarded by mu_
   uint64_t blocks_released_ = 0;      // guarded by mu_

@@ -1,0 +1,37 @@
+// Internal: the counters the gRPC allocators' templates (server.h) feed and
+// stats.h reads, and the registry of pools they trim. Defined
+// in src/grpc/stats.cc and src/grpc/idle_trim.cc. Not a public API.
+//
+// Thread safety: every function may be called from any thread at any time.
+// Lifetime: a registered pool must never be destroyed.
+#ifndef ARENARPC_GRPC_INTERNAL_COUNTERS_H_
+#define ARENARPC_GRPC_INTERNAL_COUNTERS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "arenarpc/allocation_mode.h"
+#include "arenarpc/message_pool.h"
+#include "arenarpc/metrics.h"
+
+namespace arenarpc::internal {
+
+// A call's holder was made, released, or its request freed early.
+void RecordAllocate(AllocationMode mode);
+void RecordRelease(AllocationMode mode, uint64_t arena_bytes);
+void RecordFreeRequest(AllocationMode mode);
+
+// RegisterMessagePool (the stats registry) is the core's: arenarpc/metrics.h.
+// Makes `pool` trimmed by idle trimming and the pooled-memory cap.
+void RegisterMessagePoolTrim(void (*trim)(void*), void* pool);
+
+// True if the pooled-memory cap is set and exceeded now (then also asks
+// the trimming thread to trim the depots); counts the fallback call.
+bool OverPooledCap();
+uint64_t OverCapHeapCalls();
+uint64_t IdleTrims();
+uint64_t CapTrims();
+
+}  // namespace arenarpc::internal
+
+#endif  // ARENARPC_GRPC_INTERNAL_COUNTERS_H_
