@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "arenarpc/arena.h"
+#include "arenarpc/internal/mutex.h"
 #include "arenarpc/internal/striped_counter.h"
 #include "arenarpc/page_pool.h"
 
@@ -37,8 +38,8 @@ struct PoolEntry {
 };
 
 struct Registry {
-  std::mutex mu;
-  std::vector<PoolEntry> pools;
+  internal::Mutex mu;
+  std::vector<PoolEntry> pools ABSL_GUARDED_BY(mu);
 };
 
 Registry& GetRegistry() {
@@ -93,7 +94,7 @@ void RecordFreeRequest(AllocationMode mode) {
 // hold the registry lock while they read a pool, so none reads it after.
 void UnregisterMessagePool(const void* pool) {
   Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  internal::MutexLock lock(&r.mu);
   std::erase_if(r.pools, [pool](const PoolEntry& e) { return e.pool == pool; });
 }
 
@@ -102,7 +103,7 @@ void RegisterMessagePool(std::string name, bool used_by_grpc,
                          const void* pool) {
   SetMessagePoolDestroyedHook(&UnregisterMessagePool);
   Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  internal::MutexLock lock(&r.mu);
   r.pools.push_back({std::move(name), used_by_grpc, stats, pool});
 }
 
@@ -112,7 +113,7 @@ std::vector<NamedMessagePoolStats> GetMessagePoolStats() {
   // Under the lock: a pool being destroyed waits in UnregisterMessagePool
   // until this read is done (Stats() is cheap: no walk of messages).
   Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  internal::MutexLock lock(&r.mu);
   std::vector<NamedMessagePoolStats> out;
   out.reserve(r.pools.size());
   for (const PoolEntry& p : r.pools) {
