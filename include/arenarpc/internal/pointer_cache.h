@@ -129,7 +129,7 @@ class PointerCache : private ThreadSlots::Owner {
     std::atomic<uint32_t> count{0};
     std::atomic<uint64_t> hits{0};
     std::atomic<uint64_t> misses{0};
-    void** const items;  // items[count - 1] is the hottest
+    void** const items ABSL_PT_GUARDED_BY(this);  // [count - 1]: hottest
     // ReleaseIdle's view of the stack, guarded by the cache's mu_ (which
     // an annotation here cannot name).
     uint64_t seen_hits = 0;
