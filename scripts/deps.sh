@@ -11,7 +11,8 @@ packages=(
   libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev
   libtbb-dev libboost-dev
   python3 python3-matplotlib
-  clang-14 libclang-rt-14-dev  # the fuzz leg: libFuzzer, ASan, UBSan
+  # the fuzz leg (libFuzzer, ASan, UBSan) and the tsa leg (-Wthread-safety)
+  clang-14 libclang-rt-14-dev
   clang-format-14 clang-format  # the format leg (scripts/format.sh)
 )
 

@@ -1,24 +1,52 @@
 #!/usr/bin/env bash
-# The whole test suite: first the format check (scripts/format.sh --check),
-# then unit tests under ASan+UBSan (Debug, debug checks on),
-# then the concurrency tests under TSan (the core, and the gRPC adapters
-# without a gRPC runtime: Debian's gRPC is not TSan-instrumented, see
-# docs/GRPC.md), then the core against protobuf 33.6 under ASan (see
-# the end; skipped, and said so, without the sources). Installs what it
-# needs first. Then the fuzz leg: each libFuzzer harness for 60 s
-# (scripts/fuzz.sh). Every build treats warnings as errors
+# The whole test suite: first the format check (scripts/format.sh
+# --check), then a clang build of the libraries with
+# -Wthread-safety as an error, which checks the ABSL_GUARDED_BY lock rules
+# (the tsa leg: builds, runs nothing), then unit tests under ASan+UBSan
+# (Debug, debug checks on), then the concurrency tests under TSan (the core,
+# and the gRPC adapters without a gRPC runtime: Debian's gRPC is not
+# TSan-instrumented, see docs/GRPC.md), then the core against protobuf 33.6
+# under ASan (see the end; skipped, and said so, without the sources).
+# Installs what it needs first. Then the fuzz leg: each libFuzzer harness
+# for 60 s (scripts/fuzz.sh). Every build treats warnings as errors
 # (ARENARPC_WERROR). ARENARPC_TEST_LEGS picks legs (default
-# "format asan tsan fuzz modern").
+# "format tsa asan tsan fuzz modern").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 
 jobs=$(nproc)
-legs=" ${ARENARPC_TEST_LEGS:-format asan tsan fuzz modern} "
+legs=" ${ARENARPC_TEST_LEGS:-format tsa asan tsan fuzz modern} "
 leg() { [[ "$legs" == *" $1 "* ]]; }
 
 if leg format; then
   scripts/format.sh --check
+fi
+
+# ccache keeps warm runs of the tsa and modern legs short (its cache next
+# to the protobuf fixture's; clones at other paths share it through
+# CCACHE_BASEDIR).
+use_ccache() {
+  local cache_dir="${ARENARPC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/arenarpc}"
+  export CCACHE_DIR="$cache_dir/ccache" CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+  export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-2G}"
+}
+
+# Clang's thread-safety analysis (gcc has none) over the annotated code: the
+# core, the gRPC adapters, and the echo server, which instantiates the
+# adapters' header templates. -fsized-deallocation: clang 14 leaves it off.
+if leg tsa; then
+  leg_start=$SECONDS
+  (
+  use_ccache
+  cmake -S . -B build/tsa -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_CXX_COMPILER=clang++-14 -DARENARPC_BUILD_TESTS=OFF \
+    -DARENARPC_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    "-DCMAKE_CXX_FLAGS=-fsized-deallocation -Wthread-safety -Werror=thread-safety"
+  cmake --build build/tsa -j "$jobs" \
+    --target arenarpc arenarpc_grpc arenarpc_echo_server
+  )
+  echo "test.sh: the tsa leg took $((SECONDS - leg_start)) s"
 fi
 
 if leg asan; then
@@ -69,11 +97,7 @@ if [ -z "$modern_prefix" ]; then
   modern_prefix="$(scripts/protobuf_fixture.sh asan)"
   modern_protoc="$protoc_prefix/bin/protoc"
 fi
-# ccache keeps a warm run of this leg short (its cache next to the
-# fixture's; clones at other paths share it through CCACHE_BASEDIR).
-cache_dir="${ARENARPC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/arenarpc}"
-export CCACHE_DIR="$cache_dir/ccache" CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
-export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-2G}"
+use_ccache
 # gtest discovery runs the tests' binaries during the build.
 # ASan only: gcc 12 rejects abseil 20250512's constexpr function-pointer
 # comparisons (hash_policy_traits.h) under -fsanitize=undefined.

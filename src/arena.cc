@@ -1,22 +1,24 @@
 #include "arenarpc/arena.h"
 
 #include <atomic>
-#include <mutex>
 #include <new>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "absl/base/thread_annotations.h"
 #include "arenarpc/internal/check.h"
+#include "arenarpc/internal/mutex.h"
+#include "src/internal/pointer_cache.h"
 #include "arenarpc/page_pool.h"
 #include "src/internal/pointer_cache.h"
 
 namespace arenarpc {
 namespace {
 
-std::mutex options_mu;
-ArenaOptions global_options;  // guarded by options_mu
-bool options_frozen = false;  // guarded by options_mu
+internal::Mutex options_mu;
+ArenaOptions global_options ABSL_GUARDED_BY(options_mu);
+bool options_frozen ABSL_GUARDED_BY(options_mu) = false;
 
 // Read by the block hooks, which are plain function pointers with no
 // context; written once, before the first arena exists.
@@ -39,13 +41,14 @@ thread_local bool watched_page_freed = false;
 // only looked at while one is alive.
 std::atomic<uint64_t> fallback_live{0};
 std::atomic<uint64_t> fallback_total{0};
-std::mutex fallback_mu;
-std::unordered_set<void*>* fallback_set = nullptr;  // guarded by fallback_mu
+internal::Mutex fallback_mu;
+std::unordered_set<void*>* fallback_set ABSL_GUARDED_BY(fallback_mu)
+    ABSL_PT_GUARDED_BY(fallback_mu) = nullptr;
 
 [[gnu::noinline, gnu::cold]] void* FallbackBlock(size_t size) {
   void* block = ::operator new(size);  // std::bad_alloc if the heap fails too
   try {
-    std::lock_guard<std::mutex> lock(fallback_mu);
+    internal::MutexLock lock(&fallback_mu);
     if (fallback_set == nullptr) fallback_set = new std::unordered_set<void*>;
     fallback_set->insert(block);
   } catch (...) {
@@ -59,7 +62,7 @@ std::unordered_set<void*>* fallback_set = nullptr;  // guarded by fallback_mu
 
 [[gnu::noinline, gnu::cold]] bool FreeIfFallback(void* block) {
   {
-    std::lock_guard<std::mutex> lock(fallback_mu);
+    internal::MutexLock lock(&fallback_mu);
     if (fallback_set == nullptr || fallback_set->erase(block) == 0)
       return false;
   }
@@ -110,12 +113,12 @@ void BlockDealloc(void* block, size_t size) {
 // arena is idle nothing reads that page, so it is poisoned here, and
 // unpoisoned when the arena is taken again. First pages are kept per arena
 // (ASan builds only: a lock is fine).
-std::mutex first_pages_mu;
-auto* const first_pages =
+internal::Mutex first_pages_mu;
+auto* const first_pages ABSL_PT_GUARDED_BY(first_pages_mu) =
     new std::unordered_map<const google::protobuf::Arena*, void*>;
 
 void* FirstPage(const google::protobuf::Arena* arena) {
-  std::lock_guard<std::mutex> lock(first_pages_mu);
+  internal::MutexLock lock(&first_pages_mu);
   auto it = first_pages->find(arena);
   return it == first_pages->end() ? nullptr : it->second;
 }
@@ -124,7 +127,7 @@ void* FirstPage(const google::protobuf::Arena* arena) {
 // Never throws: when the heap fails (tests inject that) the arena is just
 // not tracked, and its first page not poisoned.
 void SetFirstPage(const google::protobuf::Arena* arena, void* page) noexcept {
-  std::lock_guard<std::mutex> lock(first_pages_mu);
+  internal::MutexLock lock(&first_pages_mu);
   if (page != nullptr) {
     try {
       (*first_pages)[arena] = page;
@@ -204,7 +207,7 @@ std::atomic<ArenaCache*> cache_made{nullptr};
 
 ArenaCache& Cache() {
   static ArenaCache* const cache = [] {
-    std::lock_guard<std::mutex> lock(options_mu);
+    internal::MutexLock lock(&options_mu);
     options_frozen = true;
     // One source of truth for the block size: the page pool's, whoever
     // configured it (SetGlobalArenaOptions or PagePool::ConfigureDefault).
@@ -227,7 +230,7 @@ absl::Status SetGlobalArenaOptions(const ArenaOptions& options) {
     return absl::InvalidArgumentError(
         "idle_arenas_per_thread must be <= 4096 and idle_arenas_max <= 2^20");
   }
-  std::lock_guard<std::mutex> lock(options_mu);
+  internal::MutexLock lock(&options_mu);
   if (options_frozen) {
     return absl::FailedPreconditionError(
         "SetGlobalArenaOptions: arenas are already in use; call it once at "
@@ -240,7 +243,7 @@ absl::Status SetGlobalArenaOptions(const ArenaOptions& options) {
 }
 
 ArenaOptions GetGlobalArenaOptions() {
-  std::lock_guard<std::mutex> lock(options_mu);
+  internal::MutexLock lock(&options_mu);
   return global_options;
 }
 

@@ -3,13 +3,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "arenarpc/arena.h"
+#include "arenarpc/internal/mutex.h"
 #include "arenarpc/page_pool.h"
 #include "src/internal/prometheus_writer.h"
 
@@ -32,9 +32,9 @@ struct ObjectPoolEntry {
 // Readers hold `mu` while they read a pool, and a destroyed pool leaves under
 // `mu` before any of it is gone, so none is read after its destruction.
 struct Registry {
-  std::mutex mu;
-  std::vector<MessagePoolEntry> message_pools;  // guarded by mu
-  std::vector<ObjectPoolEntry> object_pools;    // guarded by mu
+  internal::Mutex mu;
+  std::vector<MessagePoolEntry> message_pools ABSL_GUARDED_BY(mu);
+  std::vector<ObjectPoolEntry> object_pools ABSL_GUARDED_BY(mu);
 };
 
 Registry& GetRegistry() {
@@ -47,7 +47,7 @@ std::atomic<bool> object_pool_registered{false};
 
 void UnregisterMessagePool(const void* pool) {
   Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  internal::MutexLock lock(&r.mu);
   std::erase_if(r.message_pools,
                 [pool](const MessagePoolEntry& e) { return e.pool == pool; });
 }
@@ -196,14 +196,14 @@ void RegisterMessagePool(std::string name, bool used_by_grpc,
                          const void* pool) {
   SetMessagePoolDestroyedHook(&UnregisterMessagePool);
   Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  internal::MutexLock lock(&r.mu);
   r.message_pools.push_back({std::move(name), used_by_grpc, stats, pool});
 }
 
 void RegisterObjectPool(std::string name, ObjectPoolStats (*stats)(const void*),
                         const void* pool) {
   Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  internal::MutexLock lock(&r.mu);
   object_pool_registered.store(true, std::memory_order_relaxed);
   r.object_pools.push_back({std::move(name), stats, pool});
 }
@@ -213,7 +213,7 @@ void NotifyObjectPoolDestroyed(const void* pool) {
   // synchronisation with it, so this relaxed load sees that registration.
   if (!object_pool_registered.load(std::memory_order_relaxed)) return;
   Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  internal::MutexLock lock(&r.mu);
   std::erase_if(r.object_pools,
                 [pool](const ObjectPoolEntry& e) { return e.pool == pool; });
 }
@@ -224,7 +224,7 @@ std::vector<NamedMessagePoolStats> GetMessagePoolStats() {
   // Under the lock: a pool being destroyed waits in UnregisterMessagePool
   // until this read is done (Stats() is cheap: no walk of messages).
   Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  internal::MutexLock lock(&r.mu);
   std::vector<NamedMessagePoolStats> out;
   out.reserve(r.message_pools.size());
   for (const MessagePoolEntry& p : r.message_pools) {
@@ -236,7 +236,7 @@ std::vector<NamedMessagePoolStats> GetMessagePoolStats() {
 std::vector<NamedObjectPoolStats> GetObjectPoolStats() {
   // Under the lock, as above (Stats(): one lock, no walk of objects).
   Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  internal::MutexLock lock(&r.mu);
   std::vector<NamedObjectPoolStats> out;
   out.reserve(r.object_pools.size());
   for (const ObjectPoolEntry& p : r.object_pools) {

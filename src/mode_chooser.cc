@@ -11,7 +11,7 @@ ModeChooser::ModeChooser(const ModeChooserOptions& options)
 }
 
 AllocationMode ModeChooser::Observe(const ModeCosts& costs) {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   if (!costs.ok) return state_.mode;
   // Averages: a plain mean until there are 1/alpha samples (so the first
   // does not dominate), then exponential.
@@ -70,7 +70,7 @@ AllocationMode ModeChooser::Observe(const ModeCosts& costs) {
 }
 
 ModeChooser::Snapshot ModeChooser::snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   return state_;
 }
 

@@ -3,11 +3,12 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
+#include "absl/base/thread_annotations.h"
 #include "arenarpc/internal/check.h"
+#include "arenarpc/internal/mutex.h"
 #include "src/internal/memory_source.h"
 #include "src/internal/pointer_cache.h"
 
@@ -15,8 +16,8 @@ namespace arenarpc {
 
 // Debug-build bookkeeping: which pages this pool mapped and which are out.
 struct PagePool::DebugState {
-  std::mutex mu;
-  std::unordered_map<void*, bool> in_use;
+  internal::Mutex mu;
+  std::unordered_map<void*, bool> in_use ABSL_GUARDED_BY(mu);
 };
 
 // Pages come from mmap in batches and go back with munmap (through
@@ -42,7 +43,7 @@ class PagePool::Source final : public internal::PointerCache {
       ARENARPC_LSAN_ROOT(out[i], ps);  // unmapped one by one: one region each
     }
     if (ARENARPC_DEBUG_CHECKS) {
-      std::lock_guard<std::mutex> lock(pool_->debug_->mu);
+      internal::MutexLock lock(&pool_->debug_->mu);
       for (size_t i = 0; i < n; ++i) pool_->debug_->in_use[out[i]] = false;
     }
     pool_->os_allocated_.fetch_add(n, std::memory_order_relaxed);
@@ -52,7 +53,7 @@ class PagePool::Source final : public internal::PointerCache {
   void Destroy(void* const* pages, size_t n) override {
     const size_t ps = pool_->options_.page_size;
     if (ARENARPC_DEBUG_CHECKS) {  // before munmap: the OS may reuse the range
-      std::lock_guard<std::mutex> lock(pool_->debug_->mu);
+      internal::MutexLock lock(&pool_->debug_->mu);
       for (size_t i = 0; i < n; ++i) pool_->debug_->in_use.erase(pages[i]);
     }
     for (size_t i = 0; i < n; ++i) {
@@ -69,9 +70,9 @@ class PagePool::Source final : public internal::PointerCache {
 };
 
 namespace {
-std::mutex default_mu;
-PagePoolOptions default_options;  // guarded by default_mu
-bool default_created = false;     // guarded by default_mu
+internal::Mutex default_mu;
+PagePoolOptions default_options ABSL_GUARDED_BY(default_mu);
+bool default_created ABSL_GUARDED_BY(default_mu) = false;
 // Default() once made: read by stats, which must not create it.
 std::atomic<PagePool*> default_made{nullptr};
 }  // namespace
@@ -108,7 +109,7 @@ PagePool::~PagePool() {
 
 PagePool& PagePool::Default() {
   static PagePool* const pool = [] {
-    std::lock_guard<std::mutex> lock(default_mu);
+    internal::MutexLock lock(&default_mu);
     default_created = true;
     auto* made = new PagePool(default_options);  // leaked: outlives threads
     default_made.store(made, std::memory_order_release);
@@ -124,7 +125,7 @@ PagePoolStats DefaultPagePoolStats() {
     return pool->Stats();
   }
   PagePoolStats s;
-  std::lock_guard<std::mutex> lock(default_mu);
+  internal::MutexLock lock(&default_mu);
   s.page_size = default_options.page_size;
   return s;
 }
@@ -134,7 +135,7 @@ PagePoolStats DefaultPagePoolStats() {
 absl::Status PagePool::ConfigureDefault(const PagePoolOptions& options) {
   absl::Status status = Validate(options);
   if (!status.ok()) return status;
-  std::lock_guard<std::mutex> lock(default_mu);
+  internal::MutexLock lock(&default_mu);
   if (default_created) {
     return absl::FailedPreconditionError(
         "the default page pool is already in use; set its options before "
@@ -164,7 +165,7 @@ void PagePool::Deallocate(void* page) {
 }
 
 void PagePool::DebugTrack(void* page, bool allocating) {
-  std::lock_guard<std::mutex> lock(debug_->mu);
+  internal::MutexLock lock(&debug_->mu);
   auto it = debug_->in_use.find(page);
   ARENARPC_CHECK(it != debug_->in_use.end(),
                  "PagePool::Deallocate: page is not from this pool");

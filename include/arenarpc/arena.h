@@ -58,12 +58,13 @@
 #include <cstdint>
 #include <memory>
 #include <memory_resource>
-#include <mutex>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "arenarpc/internal/mutex.h"
 #include "arenarpc/internal/protobuf_compat.h"
 #include "arenarpc/memory_resource.h"
 #include "arenarpc/page_pool.h"
@@ -161,9 +162,9 @@ class ScopedArena {
 #ifdef ARENARPC_DISABLE_ARENAS
   // Heap objects created while arenas are disabled, deleted in reverse.
   // Locked: Create() may run on several threads, as on a real arena.
-  std::mutex owned_mu_;
-  using Deleter = void (*)(void*);
-  std::vector<std::pair<void*, Deleter>> owned_;  // guarded by owned_mu_
+  internal::Mutex owned_mu_;
+  std::vector<std::pair<void*, void (*)(void*)>> owned_
+      ABSL_GUARDED_BY(owned_mu_);
 #endif
 };
 
@@ -171,7 +172,7 @@ template <class T, class... Args>
 T* ScopedArena::Create(Args&&... args) {
 #ifdef ARENARPC_DISABLE_ARENAS
   T* object = new T(std::forward<Args>(args)...);
-  std::lock_guard<std::mutex> lock(owned_mu_);
+  internal::MutexLock lock(&owned_mu_);
   owned_.emplace_back(object, [](void* p) { delete static_cast<T*>(p); });
   return object;
 #else

@@ -20,10 +20,11 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "arenarpc/allocation_mode.h"
 #include "arenarpc/cost_probe.h"
+#include "arenarpc/internal/mutex.h"
 
 namespace arenarpc {
 
@@ -54,15 +55,16 @@ class ModeChooser {
  private:
   const ModeChooserOptions options_;
   std::atomic<AllocationMode> mode_;
-  mutable std::mutex mu_;
-  Snapshot state_;       // guarded by mu_
-  int candidate_ = -1;   // guarded by mu_: the mode winning lately
-  int streak_ = 0;       // guarded by mu_: samples in a row it has won
-  int since_switch_ = 0;  // guarded by mu_
-  // Guarded by mu_: averaged cost ratio of each mode to the current one,
-  // and of its square (for the standard error).
-  std::array<double, kNumAllocationModes> ratio_mean_ = {};
-  std::array<double, kNumAllocationModes> ratio_square_ = {};
+  mutable internal::Mutex mu_;
+  Snapshot state_ ABSL_GUARDED_BY(mu_);
+  int candidate_ ABSL_GUARDED_BY(mu_) = -1;  // the mode winning lately
+  int streak_ ABSL_GUARDED_BY(mu_) = 0;      // samples in a row it has won
+  int since_switch_ ABSL_GUARDED_BY(mu_) = 0;
+  // Averaged cost ratio of each mode to the current one, and of its square
+  // (for the standard error).
+  std::array<double, kNumAllocationModes> ratio_mean_ ABSL_GUARDED_BY(mu_) = {};
+  std::array<double, kNumAllocationModes> ratio_square_
+      ABSL_GUARDED_BY(mu_) = {};
 };
 
 }  // namespace arenarpc

@@ -9,17 +9,17 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "arenarpc/arena.h"
 #include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
+#include "arenarpc/internal/mutex.h"
 #include "arenarpc/page_pool.h"
 
 namespace arenarpc {
@@ -35,30 +35,30 @@ std::atomic<uint64_t> cap_trims{0};
 class Trimmer {
  public:
   void AddPool(void (*trim)(void*), void* pool) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     pools_.emplace_back(trim, pool);
   }
 
   void Start(int idle_ms) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (idle_ms_ == 0 || idle_ms < idle_ms_) idle_ms_ = idle_ms;
     if (!started_) {
       started_ = true;
       std::thread([this] { Run(); }).detach();
     }
-    cv_.notify_one();
+    cv_.Signal();
   }
 
   // Over the cap: trim the depots soon (at most every 100 ms), also when
   // idle trimming is off.
   void Wake() {
     if (wake_.exchange(true, std::memory_order_relaxed)) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!started_) {
       started_ = true;
       std::thread([this] { Run(); }).detach();
     }
-    cv_.notify_one();
+    cv_.Signal();
   }
 
  private:
@@ -75,7 +75,7 @@ class Trimmer {
   void TrimPools(std::chrono::milliseconds idle_for) {
     std::vector<std::pair<void (*)(void*), void*>> pools;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       pools = pools_;
     }
     for (auto& [trim, pool] : pools) trim(pool);
@@ -99,9 +99,12 @@ class Trimmer {
     for (;;) {
       int idle_ms;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait_for(lock, std::chrono::milliseconds(100),
-                     [this] { return wake_.load(std::memory_order_relaxed); });
+        MutexLock lock(&mu_);
+        const Clock::time_point deadline =
+            Clock::now() + std::chrono::milliseconds(100);
+        while (!wake_.load(std::memory_order_relaxed) &&
+               cv_.WaitUntil(&mu_, deadline)) {
+        }
         idle_ms = idle_ms_;
       }
       if (wake_.load(std::memory_order_relaxed)) {
@@ -132,12 +135,12 @@ class Trimmer {
     }
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   std::atomic<bool> wake_{false};
-  bool started_ = false;                                  // guarded by mu_
-  int idle_ms_ = 0;                                       // guarded by mu_
-  std::vector<std::pair<void (*)(void*), void*>> pools_;  // guarded by mu_
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  int idle_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::pair<void (*)(void*), void*>> pools_ ABSL_GUARDED_BY(mu_);
 };
 
 Trimmer& GetTrimmer() {

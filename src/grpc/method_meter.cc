@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -19,9 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "arenarpc/cost_probe.h"
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
+#include "arenarpc/internal/mutex.h"
 #include "arenarpc/mode_chooser.h"
 #include "arenarpc/page_pool.h"
 #include "capture.h"
@@ -99,9 +100,10 @@ class Worker {
   size_t Queued() const { return queued_.load(std::memory_order_relaxed); }
 
   bool TryPush(Sample&& s) {
-    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!mu_.TryLock()) return false;
+    MutexLock lock(&mu_, std::adopt_lock);
     const size_t bytes = s.request.size() + s.response.size();
-    if (!lock.owns_lock() || queue_.size() >= kMaxQueued ||
+    if (queue_.size() >= kMaxQueued ||
         queued_bytes_ + bytes > kMaxQueuedBytes) {
       return false;
     }
@@ -112,12 +114,12 @@ class Worker {
       started_ = true;
       std::thread([this] { Run(); }).detach();
     }
-    cv_.notify_one();
+    cv_.Signal();
     return true;
   }
 
   void Register(MethodMeter::Impl* m) {
-    std::lock_guard<std::mutex> lock(methods_mu_);
+    MutexLock lock(&methods_mu_);
     methods_.push_back(m);
     // One thread measures for every method: the largest share asked for.
     cpu_share_ = std::max(cpu_share_, m->shadow.sample_one_in > 0
@@ -125,11 +127,11 @@ class Worker {
                                           : kAutoCpuShare);
   }
   std::vector<MethodMeter::Impl*> Methods() {
-    std::lock_guard<std::mutex> lock(methods_mu_);
+    MutexLock lock(&methods_mu_);
     return methods_;
   }
   double CpuShare() {
-    std::lock_guard<std::mutex> lock(methods_mu_);
+    MutexLock lock(&methods_mu_);
     return cpu_share_;
   }
 
@@ -142,9 +144,9 @@ class Worker {
   }
 
   void Pause(bool paused) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     paused_ = paused;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 
  private:
@@ -154,8 +156,8 @@ class Worker {
     for (;;) {
       Sample s;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return !paused_ && !queue_.empty(); });
+        MutexLock lock(&mu_);
+        while (paused_ || queue_.empty()) cv_.Wait(&mu_);
         s = std::move(queue_.front());
         queue_.pop_front();
         queued_.store(queue_.size(), std::memory_order_relaxed);
@@ -232,21 +234,21 @@ class Worker {
     return m->ParseFromString(bytes);
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Sample> queue_;  // guarded by mu_
-  size_t queued_bytes_ = 0;   // guarded by mu_
-  bool started_ = false;      // guarded by mu_
-  bool paused_ = false;       // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<Sample> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<size_t> queued_{0};  // queue_.size(), read without mu_
   // What measuring costs: this thread's CPU, and the call threads' spent
   // serializing sampled calls.
   std::atomic<uint64_t> thread_cpu_ns_{0};
   std::atomic<uint64_t> sampling_cpu_ns_{0};
 
-  std::mutex methods_mu_;
-  std::vector<MethodMeter::Impl*> methods_;  // guarded by methods_mu_
-  double cpu_share_ = 0;                     // guarded by methods_mu_
+  Mutex methods_mu_;
+  std::vector<MethodMeter::Impl*> methods_ ABSL_GUARDED_BY(methods_mu_);
+  double cpu_share_ ABSL_GUARDED_BY(methods_mu_) = 0;
 };
 
 uint32_t NextRandom() {

@@ -61,7 +61,7 @@ StreamArena::StreamArena(size_t recycle_bytes) : recycle_bytes_(recycle_bytes) {
 }
 
 StreamArena::~StreamArena() {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   if (stats_.live_messages != 0) {
     std::fprintf(stderr,
                  "arenarpc: StreamArena destroyed with %llu live messages\n",
@@ -74,7 +74,7 @@ StreamArena::~StreamArena() {
 }
 
 StreamGeneration* StreamArena::Acquire() {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   if (current_ != nullptr && current_->used) {
     if (current_->live == 0) {
       // Nothing alive on it: give its pages back, start clean.
@@ -110,7 +110,7 @@ ScopedArena& StreamArena::ArenaOf(StreamGeneration* generation) {
 void StreamArena::Unref(StreamGeneration* generation) {
   StreamGeneration* dead = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     --stats_.live_messages;
     GetTotals().live_messages.Add(-1);
     if (--generation->live == 0 && generation != current_) {
@@ -123,7 +123,7 @@ void StreamArena::Unref(StreamGeneration* generation) {
 }
 
 StreamArenaStats StreamArena::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   return stats_;
 }
 

@@ -97,7 +97,7 @@ void FixedPool::Configure(size_t slot_size, size_t slot_align,
 FixedPool::~FixedPool() {
   if (!ready()) return;           // a Lazy pool never used
   ThreadSlots::Unregister(key_);  // no OnThreadExit from here on
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (ThreadCache* c : caches_) {
     ::operator delete(c->loaded);
     ::operator delete(c->previous);
@@ -254,7 +254,7 @@ Magazine* FixedPool::TakeFullLocked(Shard& sh) {
 Magazine* FixedPool::TakeFullFromAnyShard(ThreadCache* c) {
   for (uint32_t i = 0; i < num_shards_; ++i) {
     Shard& sh = shards_[(c->home + i) % num_shards_];
-    std::lock_guard<std::mutex> lock(sh.mu);
+    MutexLock lock(&sh.mu);
     if (Magazine* m = TakeFullLocked(sh)) {
       FreeMagazineLocked(sh, c->previous);
       return m;
@@ -273,7 +273,7 @@ ThreadCache* FixedPool::Attach(ThreadCache* c) {
   c->home = next_home_.fetch_add(1, std::memory_order_relaxed) % num_shards_;
   Shard& sh = shards_[c->home];
   {
-    std::lock_guard<std::mutex> lock(sh.mu);
+    MutexLock lock(&sh.mu);
     Magazine* loaded = NewMagazineLocked(sh);
     Magazine* previous = loaded != nullptr ? NewMagazineLocked(sh) : nullptr;
     if (previous == nullptr) {  // out of memory: uncached, retried next time
@@ -292,7 +292,7 @@ ThreadCache* FixedPool::Attach(ThreadCache* c) {
     Detach(c);
     return nullptr;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   caches_.push_back(c);
   return c;
 }
@@ -300,7 +300,7 @@ ThreadCache* FixedPool::Attach(ThreadCache* c) {
 void FixedPool::Detach(ThreadCache* c) {
   {
     Shard& sh = shards_[c->home];
-    std::lock_guard<std::mutex> lock(sh.mu);
+    MutexLock lock(&sh.mu);
     PutItemsLocked(sh, c->loaded->items,
                    c->count.load(std::memory_order_relaxed));
     PutItemsLocked(sh, c->previous->items,
@@ -326,7 +326,7 @@ void FixedPool::OnThreadExit(void* cache) {
   auto* c = static_cast<ThreadCache*>(cache);
   if (last_used_.cache == c) last_used_ = kNone;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     caches_.erase(std::find(caches_.begin(), caches_.end(), c));
   }
   Detach(c);
@@ -339,7 +339,7 @@ void* FixedPool::AllocateSlow(ThreadCache* c) {
   if (c == nullptr) {  // uncached: one slot from the depot or a block
     for (uint32_t i = 0; i < num_shards_ && p == nullptr; ++i) {
       Shard& sh = shards_[i];
-      std::lock_guard<std::mutex> lock(sh.mu);
+      MutexLock lock(&sh.mu);
       if ((sh.partial == nullptr || sh.partial->count == 0) &&
           sh.full != nullptr) {
         if (sh.partial != nullptr) FreeMagazineLocked(sh, sh.partial);
@@ -352,7 +352,7 @@ void* FixedPool::AllocateSlow(ThreadCache* c) {
       }
     }
     if (p == nullptr) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (CarveLocked(&p, 1) == 0) return nullptr;
     }
     return p;
@@ -369,7 +369,7 @@ void* FixedPool::AllocateSlow(ThreadCache* c) {
       c->loaded = m;
       n = m->count;
     } else {  // the depot is empty: carve
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       n = static_cast<uint32_t>(CarveLocked(c->loaded->items, magazine_size_));
       if (n == 0) return nullptr;
     }
@@ -385,7 +385,7 @@ void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
   if (c == nullptr || c->loaded == nullptr) c = Attach(c);
   if (c == nullptr) {
     Shard& sh = shards_[0];
-    std::lock_guard<std::mutex> lock(sh.mu);
+    MutexLock lock(&sh.mu);
     PutItemsLocked(sh, &p, 1);
     return;
   }
@@ -398,7 +398,7 @@ void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
       n = prev;
     } else {  // both full: the previous one goes to the depot
       Shard& sh = shards_[c->home];
-      std::lock_guard<std::mutex> lock(sh.mu);
+      MutexLock lock(&sh.mu);
       Magazine* fresh = NewMagazineLocked(sh);
       if (fresh == nullptr) {  // out of memory: p alone to the depot
         PutItemsLocked(sh, &p, 1);
@@ -424,7 +424,7 @@ void FixedPool::FlushThreadCache() {
   ThreadCache* c = GetCache();
   if (c == nullptr) return;
   Shard& sh = shards_[c->home];
-  std::lock_guard<std::mutex> lock(sh.mu);
+  MutexLock lock(&sh.mu);
   PutItemsLocked(sh, c->loaded->items,
                  c->count.load(std::memory_order_relaxed));
   PutItemsLocked(sh, c->previous->items,
@@ -440,23 +440,25 @@ size_t FixedPool::Trim() {
   FlushThreadCache();
   std::vector<BlockHeader*> released;
   {
-    std::vector<std::unique_lock<std::mutex>> shard_locks;
+    std::vector<std::unique_lock<Mutex>> shard_locks;
     for (uint32_t i = 0; i < num_shards_; ++i)
       shard_locks.emplace_back(shards_[i].mu);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // Count the free slots of each block that sit in the depot; a block whose
     // every carved slot is there (and whose rest was never carved) is free.
     for (BlockHeader* b : blocks_) b->scratch = 0;
-    auto for_each_depot_item = [this](auto&& fn) {
-      for (uint32_t i = 0; i < num_shards_; ++i) {
-        for (Magazine* m = shards_[i].full; m != nullptr; m = m->next) {
-          for (uint32_t k = 0; k < m->count; ++k) fn(i, m->items[k]);
-        }
-        if (Magazine* m = shards_[i].partial) {
-          for (uint32_t k = 0; k < m->count; ++k) fn(i, m->items[k]);
-        }
-      }
-    };
+    // A lambda is checked on its own; it runs under the locks above.
+    auto for_each_depot_item =
+        [this](auto&& fn) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          for (uint32_t i = 0; i < num_shards_; ++i) {
+            for (Magazine* m = shards_[i].full; m != nullptr; m = m->next) {
+              for (uint32_t k = 0; k < m->count; ++k) fn(i, m->items[k]);
+            }
+            if (Magazine* m = shards_[i].partial) {
+              for (uint32_t k = 0; k < m->count; ++k) fn(i, m->items[k]);
+            }
+          }
+        };
     for_each_depot_item([this](uint32_t, void* p) { ++HeaderOf(p)->scratch; });
     constexpr uint32_t kDying = UINT32_MAX;
     for (BlockHeader* b : blocks_) {
@@ -514,10 +516,10 @@ FixedPoolStats FixedPool::Stats() const {
   if (!ready()) return s;
   uint64_t in_depot = 0;
   for (uint32_t i = 0; i < num_shards_; ++i) {
-    std::lock_guard<std::mutex> lock(shards_[i].mu);
+    MutexLock lock(&shards_[i].mu);
     in_depot += shards_[i].in_depot;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   uint64_t in_threads = 0;
   for (const ThreadCache* c : caches_) {
     in_threads += c->count.load(std::memory_order_relaxed) +

@@ -22,7 +22,7 @@ void PointerCache::Shutdown() {
   ThreadSlots::Unregister(key_);  // no OnThreadExit from here on
   std::vector<void*> items;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (Stack* s : stacks_) {
       const uint32_t n = s->count.load(std::memory_order_relaxed);
       items.insert(items.end(), s->items, s->items + n);
@@ -45,12 +45,12 @@ PointerCache::Stack* PointerCache::StackForThisThread() {
   auto owned = std::make_unique<Stack>(thread_capacity_);
   Stack* s = owned.get();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     s->unchanged_since = std::chrono::steady_clock::now();
     stacks_.push_back(s);
   }
   if (!ThreadSlots::Set(key_, s)) {  // the thread is exiting: go uncached
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stacks_.erase(std::find(stacks_.begin(), stacks_.end(), s));
     return nullptr;
   }
@@ -61,7 +61,7 @@ void* PointerCache::PopSlow(Stack* s) {
   if (s == nullptr) s = StackForThisThread();
   if (s == nullptr) {  // uncached: one item from the depot or Make()
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!depot_.empty()) {
         void* item = depot_.back();
         depot_.pop_back();
@@ -71,20 +71,16 @@ void* PointerCache::PopSlow(Stack* s) {
     void* item = nullptr;
     return Make(&item, 1) == 1 ? item : nullptr;
   }
-  s->Lock();  // lock order: a stack's busy, then mu_
-  // Make() and the depot may throw (std::bad_alloc): never leave the stack
-  // locked, or this thread's next Pop/Push would spin forever.
-  struct Unlocker {
-    Stack* s;
-    ~Unlocker() { s->Unlock(); }
-  } unlock{s};
+  // Lock order: a stack's busy, then mu_. Make() and the depot may throw
+  // (std::bad_alloc): StackLock unlocks the stack then too.
+  StackLock stack_lock(s);
   size_t n = s->count.load(std::memory_order_relaxed);
   if (n > 0) {  // Pop() found the stack busy (ReleaseIdle), not empty
     Bump(s->hits);
   } else {
     Bump(s->misses);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       n = std::min(batch_, depot_.size());
       std::copy(depot_.end() - n, depot_.end(), s->items);
       depot_.resize(depot_.size() - n);
@@ -103,11 +99,7 @@ void PointerCache::PushSlow(Stack* s, void* item) {
     ToDepot(&item, 1);
     return;
   }
-  s->Lock();
-  struct Unlocker {
-    Stack* s;
-    ~Unlocker() { s->Unlock(); }
-  } unlock{s};
+  StackLock stack_lock(s);
   uint32_t n = s->count.load(std::memory_order_relaxed);
   if (n == thread_capacity_) {
     // Full: the bottom (coldest) batch goes to the depot, the rest shifts
@@ -123,7 +115,7 @@ void PointerCache::PushSlow(Stack* s, void* item) {
 void PointerCache::ToDepot(void* const* items, size_t n) {
   size_t kept;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const size_t room =
         depot_capacity_ > depot_.size() ? depot_capacity_ - depot_.size() : 0;
     kept = std::min(n, room);
@@ -135,7 +127,7 @@ void PointerCache::ToDepot(void* const* items, size_t n) {
 void PointerCache::OnThreadExit(void* stack) {
   auto* s = static_cast<Stack*>(stack);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stacks_.erase(std::find(stacks_.begin(), stacks_.end(), s));
     retired_hits_ += s->hits.load(std::memory_order_relaxed);
     retired_misses_ += s->misses.load(std::memory_order_relaxed);
@@ -157,7 +149,7 @@ size_t PointerCache::ReleaseIdle(std::chrono::nanoseconds idle_for) {
   const auto now = std::chrono::steady_clock::now();
   std::vector<void*> items;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (Stack* s : stacks_) {
       const uint64_t hits = s->hits.load(std::memory_order_relaxed);
       const uint64_t misses = s->misses.load(std::memory_order_relaxed);
@@ -188,7 +180,7 @@ size_t PointerCache::ReleaseIdle(std::chrono::nanoseconds idle_for) {
 size_t PointerCache::DrainDepot() {
   std::vector<void*> items;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     items.swap(depot_);
     depot_.reserve(std::min<size_t>(depot_capacity_, 1 << 16));
   }
@@ -198,7 +190,7 @@ size_t PointerCache::DrainDepot() {
 
 PointerCacheStats PointerCache::Stats() const {
   PointerCacheStats c;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   c.in_depot = depot_.size();
   c.hits = retired_hits_;
   c.misses = retired_misses_;

@@ -34,9 +34,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "arenarpc/internal/mutex.h"
 #include "arenarpc/internal/thread_slots.h"
 
 namespace arenarpc::internal {
@@ -104,53 +105,79 @@ class PointerCache : private ThreadSlots::Owner {
   }
 
  protected:
+  // Both run without mu_: they may map, unmap or run destructors.
   // Creates up to `n` (>= 1) items into `out`; returns how many.
-  virtual size_t Make(void** out, size_t n) = 0;
-  virtual void Destroy(void* const* items, size_t n) = 0;
+  virtual size_t Make(void** out, size_t n) ABSL_LOCKS_EXCLUDED(mu_) = 0;
+  virtual void Destroy(void* const* items, size_t n)
+      ABSL_LOCKS_EXCLUDED(mu_) = 0;
   // Destroys every cached item; no Pop/Push may run during or after it.
   void Shutdown();
 
  private:
   // One per (cache, thread). Only the owning thread writes; Stats()
   // reads from other threads, hence relaxed atomics updated by load+store.
-  struct Stack {
+  // The stack is a spin lock (its `busy` flag), a capability for the
+  // thread-safety analysis.
+  struct ABSL_LOCKABLE Stack {
     explicit Stack(size_t capacity) : items(new void*[capacity]) {}
     ~Stack() { delete[] items; }
-    bool TryLock() { return !busy.exchange(true, std::memory_order_acquire); }
-    void Lock();  // spins: ReleaseIdle holds it for a copy of `count` items
-    void Unlock() { busy.store(false, std::memory_order_release); }
+    bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
+      return !busy.exchange(true, std::memory_order_acquire);
+    }
+    // Spins: ReleaseIdle holds it for a copy of `count` items.
+    void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION();
+    void Unlock() ABSL_UNLOCK_FUNCTION() {
+      busy.store(false, std::memory_order_release);
+    }
 
     std::atomic<bool> busy{false};  // guards count and items
     std::atomic<uint32_t> count{0};
     std::atomic<uint64_t> hits{0};
     std::atomic<uint64_t> misses{0};
-    void** const items;  // items[count - 1] is the hottest
-    // ReleaseIdle's view of the stack, guarded by the cache's mu_.
+    void** const items ABSL_PT_GUARDED_BY(this);  // [count - 1]: hottest
+    // ReleaseIdle's view of the stack, guarded by the cache's mu_ (which
+    // an annotation here cannot name).
     uint64_t seen_hits = 0;
     uint64_t seen_misses = 0;
     uint32_t seen_count = 0;
     std::chrono::steady_clock::time_point unchanged_since;
   };
 
+  // Holds a stack for its scope: unlocked also when Make() or the depot
+  // throws, or this thread's next Pop/Push would spin forever.
+  class ABSL_SCOPED_LOCKABLE StackLock {
+   public:
+    explicit StackLock(Stack* s) ABSL_EXCLUSIVE_LOCK_FUNCTION(s) : s_(s) {
+      s_->Lock();
+    }
+    ~StackLock() ABSL_UNLOCK_FUNCTION() { s_->Unlock(); }
+    StackLock(const StackLock&) = delete;
+    StackLock& operator=(const StackLock&) = delete;
+
+   private:
+    Stack* const s_;
+  };
+
   static void Bump(std::atomic<uint64_t>& c) {
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   void OnThreadExit(void* stack) override;
-  Stack* StackForThisThread();
+  Stack* StackForThisThread() ABSL_LOCKS_EXCLUDED(mu_);
   void* PopSlow(Stack* s);
   void PushSlow(Stack* s, void* item);
-  void ToDepot(void* const* items, size_t n);  // Destroy()s the overflow
+  // Destroy()s the overflow.
+  void ToDepot(void* const* items, size_t n) ABSL_LOCKS_EXCLUDED(mu_);
 
   const uint32_t thread_capacity_;
   const size_t batch_;
   const size_t depot_capacity_;
   const ThreadSlots::Key key_;
 
-  mutable std::mutex mu_;
-  std::vector<void*> depot_;     // guarded by mu_
-  std::vector<Stack*> stacks_;   // live thread stacks, guarded by mu_
-  uint64_t retired_hits_ = 0;    // of exited threads, guarded by mu_
-  uint64_t retired_misses_ = 0;  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<void*> depot_ ABSL_GUARDED_BY(mu_);
+  std::vector<Stack*> stacks_ ABSL_GUARDED_BY(mu_);  // live thread stacks
+  uint64_t retired_hits_ ABSL_GUARDED_BY(mu_) = 0;   // of exited threads
+  uint64_t retired_misses_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace arenarpc::internal

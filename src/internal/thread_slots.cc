@@ -1,12 +1,12 @@
 #include "arenarpc/internal/thread_slots.h"
 
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "arenarpc/internal/check.h"
+#include "arenarpc/internal/mutex.h"
 
 namespace arenarpc::internal {
 namespace {
@@ -19,11 +19,11 @@ struct Registered {
 
 // Leaked on purpose: threads may exit after static destructors ran.
 struct Registry {
-  std::mutex mu;
-  std::condition_variable hooks_done;  // some `running` dropped to 0
-  std::vector<Registered> entries;
-  std::vector<uint32_t> free_indices;
-  uint64_t next_generation = 1;
+  Mutex mu;
+  CondVar hooks_done;  // some `running` dropped to 0
+  std::vector<Registered> entries ABSL_GUARDED_BY(mu);
+  std::vector<uint32_t> free_indices ABSL_GUARDED_BY(mu);
+  uint64_t next_generation ABSL_GUARDED_BY(mu) = 1;
 };
 
 Registry& GetRegistry() {
@@ -46,7 +46,7 @@ static thread_local ThreadExitHook exit_hook;
 
 ThreadSlots::Key ThreadSlots::Register(Owner* owner) {
   Registry& r = GetRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   uint32_t index;
   if (!r.free_indices.empty()) {
     index = r.free_indices.back();
@@ -66,7 +66,7 @@ void ThreadSlots::Unregister(Key key) {
                  "OnThreadExit (a pool destroyed by its own thread-exit "
                  "cleanup)");
   Registry& r = GetRegistry();
-  std::unique_lock<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   if (key.index >= r.entries.size() ||
       r.entries[key.index].generation != key.generation ||
       r.entries[key.index].owner == nullptr) {
@@ -75,7 +75,7 @@ void ThreadSlots::Unregister(Key key) {
   // No new hook starts for this owner; wait for the running ones, which
   // hold no lock while they run.
   r.entries[key.index].owner = nullptr;
-  r.hooks_done.wait(lock, [&] { return r.entries[key.index].running == 0; });
+  while (r.entries[key.index].running != 0) r.hooks_done.Wait(&r.mu);
   r.entries[key.index] = {};
   r.free_indices.push_back(key.index);
 }
@@ -110,7 +110,7 @@ void ThreadSlots::RunExitHooks() {
     if (slots[i].value == nullptr) continue;
     Owner* owner = nullptr;
     {
-      std::lock_guard<std::mutex> lock(r.mu);
+      MutexLock lock(&r.mu);
       Registered& e = r.entries[i];  // i < entries.size(): Set saw its key
       if (e.generation == slots[i].generation && e.owner != nullptr) {
         owner = e.owner;
@@ -123,9 +123,9 @@ void ThreadSlots::RunExitHooks() {
     running_generation = slots[i].generation;
     owner->OnThreadExit(slots[i].value);
     running_generation = 0;
-    std::lock_guard<std::mutex> lock(r.mu);
+    MutexLock lock(&r.mu);
     Registered& e = r.entries[i];
-    if (--e.running == 0 && e.owner == nullptr) r.hooks_done.notify_all();
+    if (--e.running == 0 && e.owner == nullptr) r.hooks_done.SignalAll();
   }
   std::free(slots);
 }

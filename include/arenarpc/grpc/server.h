@@ -57,17 +57,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "arenarpc/arena.h"
 #include "arenarpc/grpc/allocation_mode.h"
 #include "arenarpc/grpc/internal/counters.h"
+#include "arenarpc/internal/mutex.h"
 #include "arenarpc/message_pool.h"
 #include "arenarpc/metrics.h"
 
@@ -449,14 +450,14 @@ void InstallOne(Service* service, const ServerOptions& options,
   // One metered allocator per (method, mode) for the process: installing
   // the same service again (a second server, a test) shares its
   // measurements instead of listing the method twice. Never destroyed.
-  static std::mutex mu;
-  static auto* const allocators =
+  static internal::Mutex mu;
+  static auto* const allocators ABSL_PT_GUARDED_BY(mu) =
       new std::map<std::pair<std::string, AllocationMode>,
                    MeteredMessageAllocator<Req, Resp>*>();
   std::string name =
       method.empty() ? MessageTypeName<Req>() + " -> " + MessageTypeName<Resp>()
                      : std::string(method);
-  std::lock_guard<std::mutex> lock(mu);
+  internal::MutexLock lock(&mu);
   auto& allocator = (*allocators)[{name, mode}];
   if (allocator == nullptr) {
     ServerOptions o = options;

@@ -50,10 +50,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "arenarpc/arena.h"
+#include "arenarpc/internal/mutex.h"
 
 namespace arenarpc {
 
@@ -134,16 +135,16 @@ class StreamArena {
  private:
   template <class T>
   friend class StreamMessage;
-  // Under mu_: the generation to make a message on (rotated if needed),
-  // with its count already taken.
-  internal::StreamGeneration* Acquire();
+  // The generation to make a message on (rotated if needed), with its
+  // count already taken.
+  internal::StreamGeneration* Acquire() ABSL_LOCKS_EXCLUDED(mu_);
   ScopedArena& ArenaOf(internal::StreamGeneration* generation);
-  void Unref(internal::StreamGeneration* generation);
+  void Unref(internal::StreamGeneration* generation) ABSL_LOCKS_EXCLUDED(mu_);
 
   const size_t recycle_bytes_;
-  mutable std::mutex mu_;
-  internal::StreamGeneration* current_ = nullptr;  // guarded by mu_
-  StreamArenaStats stats_;                         // guarded by mu_
+  mutable internal::Mutex mu_;
+  internal::StreamGeneration* current_ ABSL_GUARDED_BY(mu_) = nullptr;
+  StreamArenaStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 // Every StreamArena of the process summed: RenderPrometheusStats() exports

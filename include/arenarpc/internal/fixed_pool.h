@@ -42,7 +42,9 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "arenarpc/internal/check.h"
+#include "arenarpc/internal/mutex.h"
 #include "arenarpc/internal/thread_cache.h"
 #include "arenarpc/internal/thread_slots.h"
 #include "arenarpc/internal/tls_model.h"
@@ -135,7 +137,9 @@ class FixedPool final : private ThreadSlots::Owner {
   }
 
   void FlushThreadCache();  // this thread's magazines -> depot
-  size_t Trim();            // unmaps fully free blocks; returns bytes
+  // Unmaps fully free blocks; returns bytes. Unchecked by the thread-safety
+  // analysis: it holds every shard, a run-time set of locks.
+  size_t Trim() ABSL_NO_THREAD_SAFETY_ANALYSIS;
   FixedPoolStats Stats() const;
 
   size_t stride() const { return stride_; }
@@ -215,24 +219,26 @@ class FixedPool final : private ThreadSlots::Owner {
   // magazines (and the pointers in them) stay with the core that filled them;
   // an empty home shard steals from the others before new slots are carved.
   struct alignas(64) Shard {
-    std::mutex mu;
-    Magazine* full = nullptr;     // stack, guarded by mu
-    Magazine* partial = nullptr;  // guarded by mu
-    Magazine* empty = nullptr;    // guarded by mu
-    uint32_t empty_count = 0;     // guarded by mu
-    uint64_t in_depot = 0;        // slots in full + partial, guarded by mu
+    Mutex mu;
+    Magazine* full ABSL_GUARDED_BY(mu) = nullptr;  // stack
+    Magazine* partial ABSL_GUARDED_BY(mu) = nullptr;
+    Magazine* empty ABSL_GUARDED_BY(mu) = nullptr;
+    uint32_t empty_count ABSL_GUARDED_BY(mu) = 0;
+    uint64_t in_depot ABSL_GUARDED_BY(mu) = 0;  // slots in full + partial
   };
 
-  // Helpers taking a Shard require its mu.
   // nullptr if the heap refuses memory; nothing changed then.
-  Magazine* NewMagazineLocked(Shard& s);
-  void FreeMagazineLocked(Shard& s, Magazine* m);
+  Magazine* NewMagazineLocked(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  void FreeMagazineLocked(Shard& s, Magazine* m)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // Items no magazine can be found for (out of memory) are dropped: lost_.
-  void PutItemsLocked(Shard& s, void* const* items, size_t n);
-  Magazine* TakeFullLocked(Shard& s);  // or nullptr
-  // Home shard first; frees c->previous.
-  Magazine* TakeFullFromAnyShard(ThreadCache* c);
-  size_t CarveLocked(void** out, size_t n);  // requires mu_; 0: no memory
+  void PutItemsLocked(Shard& s, void* const* items, size_t n)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  Magazine* TakeFullLocked(Shard& s)  // or nullptr
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  Magazine* TakeFullFromAnyShard(ThreadCache* c);  // home first; frees c->previous
+  size_t CarveLocked(void** out, size_t n)         // 0: no memory
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   BlockHeader* MapBlock();
   void UnmapBlock(BlockHeader* b);
 
@@ -259,12 +265,12 @@ class FixedPool final : private ThreadSlots::Owner {
   std::atomic<uint32_t> next_home_{0};
 
   // Lock order: shards in index order, then mu_ (only Trim nests them).
-  alignas(64) mutable std::mutex mu_;
-  uint64_t carved_ = 0;               // carved from live blocks, guarded by mu_
-  BlockHeader* carving_ = nullptr;    // newest block, guarded by mu_
-  std::vector<BlockHeader*> blocks_;  // guarded by mu_
-  std::vector<ThreadCache*> caches_;  // live thread caches, guarded by mu_
-  uint64_t blocks_released_ = 0;      // guarded by mu_
+  alignas(64) mutable Mutex mu_;
+  uint64_t carved_ ABSL_GUARDED_BY(mu_) = 0;  // carved from live blocks
+  BlockHeader* carving_ ABSL_GUARDED_BY(mu_) = nullptr;  // newest block
+  std::vector<BlockHeader*> blocks_ ABSL_GUARDED_BY(mu_);
+  std::vector<ThreadCache*> caches_ ABSL_GUARDED_BY(mu_);  // live ones
+  uint64_t blocks_released_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> lost_{0};     // free slots dropped, see PutItemsLocked
 };
 
