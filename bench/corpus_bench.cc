@@ -33,11 +33,14 @@
 #include "arenarpc/message_pool.h"
 #include "corpus.h"
 
-ABSL_FLAG(std::string, services, "", "comma-separated corpus services (default: all)");
-ABSL_FLAG(std::string, modes, "heap,arena,reuse,reuse_parsefrom,clear", "modes to run");
+ABSL_FLAG(std::string, services, "",
+          "comma-separated corpus services (default: all)");
+ABSL_FLAG(std::string, modes, "heap,arena,reuse,reuse_parsefrom,clear",
+          "modes to run");
 ABSL_FLAG(int, rounds, 7, "interleaved rounds; the median is reported");
 ABSL_FLAG(int, requests, 200, "requests of the service's mix per round");
-ABSL_FLAG(double, min_round_ms, 40, "repeat the mix until a round lasts this long");
+ABSL_FLAG(double, min_round_ms, 40,
+          "repeat the mix until a round lasts this long");
 ABSL_FLAG(std::string, label, "glibc", "allocator label for the output");
 ABSL_FLAG(uint64_t, seed, 1, "payload seed");
 
@@ -122,56 +125,71 @@ class Runner {
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  return v.size() % 2 ? v[v.size() / 2]
+                      : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  std::vector<std::string> wanted = absl::StrSplit(absl::GetFlag(FLAGS_services), ',', absl::SkipEmpty());
-  const std::vector<std::string> modes = absl::StrSplit(absl::GetFlag(FLAGS_modes), ',', absl::SkipEmpty());
+  std::vector<std::string> wanted =
+      absl::StrSplit(absl::GetFlag(FLAGS_services), ',', absl::SkipEmpty());
+  const std::vector<std::string> modes =
+      absl::StrSplit(absl::GetFlag(FLAGS_modes), ',', absl::SkipEmpty());
   const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
   for (const arenarpc::corpus::Service& s : arenarpc::corpus::Services()) {
-    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), s.name) == wanted.end()) continue;
+    if (!wanted.empty() &&
+        std::find(wanted.begin(), wanted.end(), s.name) == wanted.end())
+      continue;
     const Message* prototype =
-        google::protobuf::MessageFactory::generated_factory()->GetPrototype(s.request);
-    const std::vector<std::string> requests = s.generate(absl::GetFlag(FLAGS_seed), absl::GetFlag(FLAGS_requests));
+        google::protobuf::MessageFactory::generated_factory()->GetPrototype(
+            s.request);
+    const std::vector<std::string> requests =
+        s.generate(absl::GetFlag(FLAGS_seed), absl::GetFlag(FLAGS_requests));
     size_t bytes = 0;
     for (const std::string& r : requests) bytes += r.size();
     Runner runner(s, prototype);
     // Passes per round so that a round is long enough to time.
     for (const std::string& m : modes) {
       if (!runner.Pass(m, requests)) {
-        std::fprintf(stderr, "%s: mode %s failed (unknown mode or bad payload)\n", s.name.c_str(), m.c_str());
+        std::fprintf(stderr,
+                     "%s: mode %s failed (unknown mode or bad payload)\n",
+                     s.name.c_str(), m.c_str());
         return 1;
       }
     }
     const double t0 = CpuNs();
     runner.Pass("heap", requests);
     const double pass_ns = std::max(CpuNs() - t0, 1.0);
-    const int passes = std::max(1, static_cast<int>(absl::GetFlag(FLAGS_min_round_ms) * 1e6 / pass_ns));
+    const int passes = std::max(
+        1, static_cast<int>(absl::GetFlag(FLAGS_min_round_ms) * 1e6 / pass_ns));
     std::vector<std::vector<double>> per_request(modes.size());
     for (int r = 0; r < rounds; ++r) {
       for (size_t k = 0; k < modes.size(); ++k) {
         const size_t i = (k + static_cast<size_t>(r)) % modes.size();
         const double start = CpuNs();
         for (int p = 0; p < passes; ++p) runner.Pass(modes[i], requests);
-        per_request[i].push_back((CpuNs() - start) / (passes * static_cast<double>(requests.size())));
+        per_request[i].push_back(
+            (CpuNs() - start) /
+            (passes * static_cast<double>(requests.size())));
       }
     }
     // What the reuse pool decided (ReuseLimit() has no quotes or
-    // backslashes: field names and fixed text) and kept (mode reuse, this protobuf).
+    // backslashes: field names and fixed text) and kept (mode reuse, this
+    // protobuf).
     const arenarpc::MessagePoolStats st = runner.pool().Stats();
     const std::string limit = runner.pool().ReuseLimit();
     for (size_t i = 0; i < modes.size(); ++i) {
-      std::printf("{\"service\":\"%s\",\"alloc\":\"%s\",\"mode\":\"%s\",\"ns_per_request\":%.0f,"
-                  "\"mean_request_bytes\":%zu,\"requests\":%zu,\"rounds\":%d,"
-                  "\"protobuf\":%d,\"reuse_limit\":\"%s\",\"kept_percent\":%llu}\n",
-                  s.name.c_str(), absl::GetFlag(FLAGS_label).c_str(), modes[i].c_str(),
-                  Median(per_request[i]), bytes / requests.size(), requests.size(), rounds,
-                  GOOGLE_PROTOBUF_VERSION, limit.c_str(),
-                  static_cast<unsigned long long>(st.kept_percent));
+      std::printf(
+          "{\"service\":\"%s\",\"alloc\":\"%s\",\"mode\":\"%s\",\"ns_per_"
+          "request\":%.0f,"
+          "\"mean_request_bytes\":%zu,\"requests\":%zu,\"rounds\":%d,"
+          "\"protobuf\":%d,\"reuse_limit\":\"%s\",\"kept_percent\":%llu}\n",
+          s.name.c_str(), absl::GetFlag(FLAGS_label).c_str(), modes[i].c_str(),
+          Median(per_request[i]), bytes / requests.size(), requests.size(),
+          rounds, GOOGLE_PROTOBUF_VERSION, limit.c_str(),
+          static_cast<unsigned long long>(st.kept_percent));
     }
     std::fflush(stdout);
   }

@@ -82,8 +82,9 @@ struct Flags {
   arenarpc::ObjectPoolOptions pool_options;
 };
 
-// --- allocators ------------------------------------------------------------------
-// Each: static void* Alloc(); static void Free(void*); static void Trim().
+// --- allocators
+// ------------------------------------------------------------------ Each:
+// static void* Alloc(); static void Free(void*); static void Trim().
 
 template <size_t kSize>
 struct Obj {
@@ -100,7 +101,8 @@ struct MallocAlloc {
     using BoolFn = void (*)(bool);
     using CmdFn = int (*)(int, void*);
     using CtlFn = int (*)(const char*, void*, size_t*, void*, size_t);
-    if (auto f = reinterpret_cast<BoolFn>(dlsym(RTLD_DEFAULT, "mi_collect"))) f(true);
+    if (auto f = reinterpret_cast<BoolFn>(dlsym(RTLD_DEFAULT, "mi_collect")))
+      f(true);
     if (auto f = reinterpret_cast<VoidFn>(
             dlsym(RTLD_DEFAULT, "MallocExtension_ReleaseFreeMemory"))) {
       f();
@@ -137,8 +139,8 @@ struct DirectAlloc {
   static void Trim() { MallocAlloc::Trim(); }
 };
 size_t DirectAlloc::size = 64;
-#if defined(OBJECT_POOL_BENCH_MIMALLOC) || defined(OBJECT_POOL_BENCH_JEMALLOC) || \
-    defined(OBJECT_POOL_BENCH_TCMALLOC)
+#if defined(OBJECT_POOL_BENCH_MIMALLOC) || \
+    defined(OBJECT_POOL_BENCH_JEMALLOC) || defined(OBJECT_POOL_BENCH_TCMALLOC)
 constexpr bool kHaveDirect = true;
 #else
 constexpr bool kHaveDirect = false;
@@ -250,7 +252,8 @@ struct FloorStack {
 thread_local void** FloorStack::items = nullptr;
 thread_local size_t FloorStack::count = 0;
 
-// --- the timed workload ------------------------------------------------------------
+// --- the timed workload
+// ------------------------------------------------------------
 
 template <class A>
 void Rounds(std::vector<void*>& ptrs, int rounds, std::mt19937_64& rng) {
@@ -300,7 +303,8 @@ Timing TimeOnce(const Flags& f, int threads, size_t size, bool floor) {
       if (floor) {
         floor_mem.resize(size * f.objects);
         floor_items.resize(f.objects);
-        for (int i = 0; i < f.objects; ++i) floor_items[i] = &floor_mem[i * size];
+        for (int i = 0; i < f.objects; ++i)
+          floor_items[i] = &floor_mem[i * size];
         FloorStack::items = floor_items.data();
         FloorStack::count = floor_items.size();
       }
@@ -321,7 +325,8 @@ Timing TimeOnce(const Flags& f, int threads, size_t size, bool floor) {
   return {elapsed * 1e9 / pairs, cpu * 1e9 / pairs};
 }
 
-// --- RSS ---------------------------------------------------------------------------
+// --- RSS
+// ---------------------------------------------------------------------------
 
 size_t RssBytes() {
   FILE* f = std::fopen("/proc/self/statm", "r");
@@ -337,7 +342,8 @@ template <class A>
 void RssOnce(const Flags& f, const std::string& label, size_t size) {
   const int threads = f.threads.back();
   std::vector<std::vector<void*>> ptrs(threads);
-  for (auto& v : ptrs) v.assign(f.objects, nullptr);  // touched: in the baseline
+  for (auto& v : ptrs)
+    v.assign(f.objects, nullptr);  // touched: in the baseline
   const size_t base = RssBytes();
   std::atomic<int> phase_done{0};
   std::atomic<int> phase{0};
@@ -361,15 +367,17 @@ void RssOnce(const Flags& f, const std::string& label, size_t size) {
   A::Trim();
   const size_t trimmed = RssBytes();
   const double payload = double(threads) * f.objects * size;
-  std::printf("rss %s %zu %d live_mb=%.1f payload_mb=%.1f overhead_pct=%.2f "
-              "after_free_mb=%.1f after_trim_mb=%.1f\n",
-              label.c_str(), size, threads, (live - base) / 1048576.0,
-              payload / 1048576.0, ((live - base) / payload - 1) * 100,
-              (double(freed) - double(base)) / 1048576.0,
-              (double(trimmed) - double(base)) / 1048576.0);
+  std::printf(
+      "rss %s %zu %d live_mb=%.1f payload_mb=%.1f overhead_pct=%.2f "
+      "after_free_mb=%.1f after_trim_mb=%.1f\n",
+      label.c_str(), size, threads, (live - base) / 1048576.0,
+      payload / 1048576.0, ((live - base) / payload - 1) * 100,
+      (double(freed) - double(base)) / 1048576.0,
+      (double(trimmed) - double(base)) / 1048576.0);
 }
 
-// --- producer / consumer -------------------------------------------------------------
+// --- producer / consumer
+// -------------------------------------------------------------
 
 // The pools' bound: blocks are never unmapped without Trim(), so the bytes
 // held at the end are the peak; carving happens only when the whole depot
@@ -463,7 +471,8 @@ void ProdConsOnce(const Flags& f, const std::string& label) {
   std::printf("\n");
 }
 
-// --- dispatch ------------------------------------------------------------------------
+// --- dispatch
+// ------------------------------------------------------------------------
 
 template <class A>
 void Run(const Flags& f, const std::string& label, size_t size, bool floor) {
@@ -542,21 +551,35 @@ int main(int argc, char** argv) {
       const size_t n = std::strlen(name);
       return arg.compare(0, n, name) == 0 ? arg.c_str() + n : nullptr;
     };
-    if (const char* v = value("--alloc=")) f.alloc = v;
-    else if (const char* v = value("--mode=")) f.mode = v;
-    else if (const char* v = value("--threads=")) f.threads = ParseList(v);
-    else if (const char* v = value("--size=")) f.size = std::strtoul(v, nullptr, 10);
-    else if (const char* v = value("--objects=")) f.objects = std::atoi(v);
-    else if (const char* v = value("--rounds=")) f.rounds = std::atoi(v);
-    else if (const char* v = value("--label=")) f.label = v;
-    else if (const char* v = value("--producers=")) f.producers = std::atoi(v);
-    else if (const char* v = value("--consumers=")) f.consumers = std::atoi(v);
-    else if (const char* v = value("--in_flight=")) f.in_flight = std::atoi(v);
-    else if (const char* v = value("--magazine=")) f.pool_options.magazine_size = std::atoi(v);
-    else if (const char* v = value("--empty_magazines=")) f.pool_options.max_empty_magazines = std::atoi(v);
-    else if (const char* v = value("--shards=")) f.pool_options.depot_shards = std::atoi(v);
+    if (const char* v = value("--alloc="))
+      f.alloc = v;
+    else if (const char* v = value("--mode="))
+      f.mode = v;
+    else if (const char* v = value("--threads="))
+      f.threads = ParseList(v);
+    else if (const char* v = value("--size="))
+      f.size = std::strtoul(v, nullptr, 10);
+    else if (const char* v = value("--objects="))
+      f.objects = std::atoi(v);
+    else if (const char* v = value("--rounds="))
+      f.rounds = std::atoi(v);
+    else if (const char* v = value("--label="))
+      f.label = v;
+    else if (const char* v = value("--producers="))
+      f.producers = std::atoi(v);
+    else if (const char* v = value("--consumers="))
+      f.consumers = std::atoi(v);
+    else if (const char* v = value("--in_flight="))
+      f.in_flight = std::atoi(v);
+    else if (const char* v = value("--magazine="))
+      f.pool_options.magazine_size = std::atoi(v);
+    else if (const char* v = value("--empty_magazines="))
+      f.pool_options.max_empty_magazines = std::atoi(v);
+    else if (const char* v = value("--shards="))
+      f.pool_options.depot_shards = std::atoi(v);
     else {
-      std::fprintf(stderr, "unknown flag %s (see the comment in %s)\n", argv[i], __FILE__);
+      std::fprintf(stderr, "unknown flag %s (see the comment in %s)\n", argv[i],
+                   __FILE__);
       return 2;
     }
   }
@@ -564,16 +587,28 @@ int main(int argc, char** argv) {
   std::printf("malloc %s\n", DetectMalloc());
   bool ok = false;
   switch (f.size) {
-    case 16: ok = RunSized<16>(f, label); break;
-    case 48: ok = RunSized<48>(f, label); break;
-    case 64: ok = RunSized<64>(f, label); break;
-    case 200: ok = RunSized<200>(f, label); break;
-    case 256: ok = RunSized<256>(f, label); break;
-    default: break;
+    case 16:
+      ok = RunSized<16>(f, label);
+      break;
+    case 48:
+      ok = RunSized<48>(f, label);
+      break;
+    case 64:
+      ok = RunSized<64>(f, label);
+      break;
+    case 200:
+      ok = RunSized<200>(f, label);
+      break;
+    case 256:
+      ok = RunSized<256>(f, label);
+      break;
+    default:
+      break;
   }
   if (!ok) {
-    std::fprintf(stderr, "unsupported --alloc=%s or --size=%zu (16, 48, 64, 200, 256)\n",
-                 f.alloc.c_str(), f.size);
+    std::fprintf(
+        stderr, "unsupported --alloc=%s or --size=%zu (16, 48, 64, 200, 256)\n",
+        f.alloc.c_str(), f.size);
     return 2;
   }
   return 0;

@@ -53,7 +53,8 @@ double RssMiB() {
   std::ifstream statm("/proc/self/statm");
   long pages_total = 0, pages_resident = 0;
   statm >> pages_total >> pages_resident;
-  return pages_resident * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
+  return pages_resident * static_cast<double>(sysconf(_SC_PAGESIZE)) /
+         1048576.0;
 }
 
 std::string MakeWire(const std::string& shape, int docs, int seed) {
@@ -63,14 +64,18 @@ std::string MakeWire(const std::string& shape, int docs, int seed) {
   for (int i = 0; i < docs; ++i) {
     auto* doc = req.add_candidates();
     doc->set_doc_id(seed * 100000 + i);
-    doc->set_title("title of document " + std::to_string(i) + " in a long enough string");
-    doc->set_url("https://example.com/items/" + std::to_string(seed) + "/" + std::to_string(i));
-    for (int t = 0; t < 5; ++t) doc->add_tags("tag-" + std::to_string((i + t) % 97));
+    doc->set_title("title of document " + std::to_string(i) +
+                   " in a long enough string");
+    doc->set_url("https://example.com/items/" + std::to_string(seed) + "/" +
+                 std::to_string(i));
+    for (int t = 0; t < 5; ++t)
+      doc->add_tags("tag-" + std::to_string((i + t) % 97));
     for (int f = 0; f < 4; ++f) {
       auto* feature = doc->add_features();
       feature->set_id(i * 10 + f);
       feature->set_name("feature-name-" + std::to_string(f));
-      for (int v = 0; v < 8; ++v) feature->add_values(static_cast<float>(v) * 0.5f);
+      for (int v = 0; v < 8; ++v)
+        feature->add_values(static_cast<float>(v) * 0.5f);
       for (int a = 0; a < 3; ++a) {
         auto* kv = feature->add_attrs();
         kv->set_key("key" + std::to_string(a));
@@ -97,7 +102,8 @@ int64_t Use(const M& m) {
     req = &m;
   }
   int64_t sum = req->candidates_size();
-  for (const auto& doc : req->candidates()) sum += doc.doc_id() + doc.features_size();
+  for (const auto& doc : req->candidates())
+    sum += doc.doc_id() + doc.features_size();
   return sum;
 }
 
@@ -180,20 +186,25 @@ int main(int argc, char** argv) {
   const int per_thread = absl::GetFlag(FLAGS_requests) / threads;
 
   std::vector<std::string> small, large;
-  for (int i = 0; i < 8; ++i) small.push_back(MakeWire(shape, absl::GetFlag(FLAGS_small_docs), i));
-  for (int i = 0; i < 2; ++i) large.push_back(MakeWire(shape, absl::GetFlag(FLAGS_large_docs), 100 + i));
+  for (int i = 0; i < 8; ++i)
+    small.push_back(MakeWire(shape, absl::GetFlag(FLAGS_small_docs), i));
+  for (int i = 0; i < 2; ++i)
+    large.push_back(MakeWire(shape, absl::GetFlag(FLAGS_large_docs), 100 + i));
   const double rss_before = RssMiB();
 
   std::atomic<bool> done{false};
   std::vector<std::pair<double, double>> samples;  // (ms, MiB)
   const auto start = std::chrono::steady_clock::now();
   auto ms_since_start = [&] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now() - start)
+        .count();
   };
   std::thread sampler([&] {
     while (!done.load()) {
       samples.emplace_back(ms_since_start(), RssMiB());
-      std::this_thread::sleep_for(std::chrono::milliseconds(absl::GetFlag(FLAGS_sample_ms)));
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(absl::GetFlag(FLAGS_sample_ms)));
     }
   });
   std::vector<std::thread> workers;
@@ -208,9 +219,10 @@ int main(int argc, char** argv) {
                                           : small[rng() % small.size()];
       };
       const int inflight = absl::GetFlag(FLAGS_inflight);
-      checksum += shape == "envelope"
-                      ? Worker<RequestEnvelope>(mode, per_thread, inflight, next)
-                      : Worker<Request>(mode, per_thread, inflight, next);
+      checksum +=
+          shape == "envelope"
+              ? Worker<RequestEnvelope>(mode, per_thread, inflight, next)
+              : Worker<Request>(mode, per_thread, inflight, next);
     });
   }
   for (auto& w : workers) w.join();
@@ -220,32 +232,41 @@ int main(int argc, char** argv) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
 
-  std::printf("{\"mode\":\"%s\",\"shape\":\"%s\",\"threads\":%d,\"requests\":%d,"
-              "\"small_bytes\":%zu,\"large_bytes\":%zu,\"wall_ms\":%.1f,"
-              "\"rss_before_mib\":%.1f,\"peak_rss_mib\":%.1f,\"final_rss_mib\":%.1f,"
-              "\"checksum\":%lld,\"samples\":[",
-              mode.c_str(), shape.c_str(), threads, per_thread * threads, small[0].size(),
-              large[0].size(), wall_ms, rss_before, usage.ru_maxrss / 1024.0, RssMiB(),
-              static_cast<long long>(checksum.load()));
+  std::printf(
+      "{\"mode\":\"%s\",\"shape\":\"%s\",\"threads\":%d,\"requests\":%d,"
+      "\"small_bytes\":%zu,\"large_bytes\":%zu,\"wall_ms\":%.1f,"
+      "\"rss_before_mib\":%.1f,\"peak_rss_mib\":%.1f,\"final_rss_mib\":%.1f,"
+      "\"checksum\":%lld,\"samples\":[",
+      mode.c_str(), shape.c_str(), threads, per_thread * threads,
+      small[0].size(), large[0].size(), wall_ms, rss_before,
+      usage.ru_maxrss / 1024.0, RssMiB(),
+      static_cast<long long>(checksum.load()));
   for (size_t i = 0; i < samples.size(); ++i) {
-    std::printf("%s[%.0f,%.1f]", i ? "," : "", samples[i].first, samples[i].second);
+    std::printf("%s[%.0f,%.1f]", i ? "," : "", samples[i].first,
+                samples[i].second);
   }
   std::printf("]");
   if (mode == "arena_naive") {
-    std::printf(",\"arena_space_allocated_mib\":%.1f", arena_bytes.load() / 1048576.0);
+    std::printf(",\"arena_space_allocated_mib\":%.1f",
+                arena_bytes.load() / 1048576.0);
   }
   if (mode == "pool") {
-    const arenarpc::MessagePoolStats ps =
-        shape == "envelope" ? Pool<RequestEnvelope>().Stats() : Pool<Request>().Stats();
-    std::printf(",\"pool\":{\"acquisitions\":%llu,\"reuse_hits\":%llu,\"created\":%llu,"
-                "\"evicted_by_guard\":%llu,\"rebuilt_garbage\":%llu,\"rebuilt_aged\":%llu,"
-                "\"dropped_idle\":%llu,\"idle\":%llu,"
-                "\"bound_bytes\":%llu,\"retained_bytes\":%llu}",
-                (unsigned long long)ps.acquisitions, (unsigned long long)ps.reuse_hits,
-                (unsigned long long)ps.created, (unsigned long long)ps.evicted_by_guard,
-                (unsigned long long)ps.rebuilt_garbage, (unsigned long long)ps.rebuilt_aged,
-                (unsigned long long)ps.dropped_idle, (unsigned long long)ps.idle,
-                (unsigned long long)ps.bound_bytes, (unsigned long long)ps.retained_bytes);
+    const arenarpc::MessagePoolStats ps = shape == "envelope"
+                                              ? Pool<RequestEnvelope>().Stats()
+                                              : Pool<Request>().Stats();
+    std::printf(
+        ",\"pool\":{\"acquisitions\":%llu,\"reuse_hits\":%llu,\"created\":%llu,"
+        "\"evicted_by_guard\":%llu,\"rebuilt_garbage\":%llu,\"rebuilt_aged\":%"
+        "llu,"
+        "\"dropped_idle\":%llu,\"idle\":%llu,"
+        "\"bound_bytes\":%llu,\"retained_bytes\":%llu}",
+        (unsigned long long)ps.acquisitions, (unsigned long long)ps.reuse_hits,
+        (unsigned long long)ps.created, (unsigned long long)ps.evicted_by_guard,
+        (unsigned long long)ps.rebuilt_garbage,
+        (unsigned long long)ps.rebuilt_aged,
+        (unsigned long long)ps.dropped_idle, (unsigned long long)ps.idle,
+        (unsigned long long)ps.bound_bytes,
+        (unsigned long long)ps.retained_bytes);
   }
   std::printf("}\n");
   return 0;

@@ -73,26 +73,26 @@ class Runner {
                        : arenarpc::ClientCall<EchoRequest, EchoResponse>();
     arenarpc::echo::BuildEchoRequest(scale_, index, call.request());
     const EchoRequest* request = call.request();
-    stub_->async()->Echo(
-        call.context(), call.request(), call.response(),
-        call.Then([this, request](const grpc::Status& status,
-                                  EchoResponse* response) {
-          std::string why;
-          if (!status.ok()) {
-            why = "status " + status.error_message();
-          } else if (arenarpc::echo::VerifyEchoResponse(*request, *response,
-                                                        &why)) {
-            why.clear();
-          }
-          if (!why.empty()) {
-            if (failures_.fetch_add(1) < 5) {
-              std::fprintf(stderr, "call failed: %s\n", why.c_str());
-            }
-          }
-          StartNext();
-          std::lock_guard<std::mutex> lock(mu_);
-          if (++done_ == calls_) cv_.notify_all();
-        }));
+    stub_->async()->Echo(call.context(), call.request(), call.response(),
+                         call.Then([this, request](const grpc::Status& status,
+                                                   EchoResponse* response) {
+                           std::string why;
+                           if (!status.ok()) {
+                             why = "status " + status.error_message();
+                           } else if (arenarpc::echo::VerifyEchoResponse(
+                                          *request, *response, &why)) {
+                             why.clear();
+                           }
+                           if (!why.empty()) {
+                             if (failures_.fetch_add(1) < 5) {
+                               std::fprintf(stderr, "call failed: %s\n",
+                                            why.c_str());
+                             }
+                           }
+                           StartNext();
+                           std::lock_guard<std::mutex> lock(mu_);
+                           if (++done_ == calls_) cv_.notify_all();
+                         }));
   }
 
   EchoService::Stub* const stub_;
@@ -177,8 +177,8 @@ int CheckReflection(const std::shared_ptr<grpc::Channel>& channel) {
   grpc::CompletionQueue cq;
   grpc::ClientContext context;
   auto call = generic.PrepareCall(
-      &context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-      &cq);
+      &context,
+      "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
   auto wait = [&cq] {
     void* tag;
     bool ok = false;
@@ -244,7 +244,8 @@ int main(int argc, char** argv) {
                           absl::GetFlag(FLAGS_scale));
   }
   if (absl::GetFlag(FLAGS_check_health)) failures += CheckHealth(channel);
-  if (absl::GetFlag(FLAGS_check_reflection)) failures += CheckReflection(channel);
+  if (absl::GetFlag(FLAGS_check_reflection))
+    failures += CheckReflection(channel);
   std::printf("%d calls, %d failures\n", calls, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -16,7 +16,8 @@
 #include "absl/flags/parse.h"
 #include "echo_service.h"
 
-ABSL_FLAG(int, scale, 100, "payload scale: 100 is ~130 KB, ~11,000 byte fields");
+ABSL_FLAG(int, scale, 100,
+          "payload scale: 100 is ~130 KB, ~11,000 byte fields");
 ABSL_FLAG(int, seed, 7, "seed of the deterministic content");
 ABSL_FLAG(std::string, out, "", "output file (required)");
 
@@ -25,11 +26,14 @@ int main(int argc, char** argv) {
   const std::string out = absl::GetFlag(FLAGS_out);
   const int scale = absl::GetFlag(FLAGS_scale);
   if (out.empty() || scale < 1) {
-    std::fprintf(stderr, "usage: arenarpc_echo_payload --scale=N (>= 1) --seed=S --out=FILE\n");
+    std::fprintf(
+        stderr,
+        "usage: arenarpc_echo_payload --scale=N (>= 1) --seed=S --out=FILE\n");
     return 2;
   }
   arenarpc::echo::EchoRequest request;
-  arenarpc::echo::BuildEchoRequest(scale, static_cast<uint32_t>(absl::GetFlag(FLAGS_seed)), &request);
+  arenarpc::echo::BuildEchoRequest(
+      scale, static_cast<uint32_t>(absl::GetFlag(FLAGS_seed)), &request);
   std::string bytes;
   if (!request.SerializeToString(&bytes)) {
     std::fprintf(stderr, "serialization failed\n");
@@ -47,6 +51,7 @@ int main(int argc, char** argv) {
     fields += 1;
     for (const auto& item : r.items()) fields += item.terms_size();
   }
-  std::printf("wrote %s: %zu bytes, %d byte fields\n", out.c_str(), bytes.size(), fields);
+  std::printf("wrote %s: %zu bytes, %d byte fields\n", out.c_str(),
+              bytes.size(), fields);
   return 0;
 }

@@ -9,7 +9,6 @@
 #include "absl/base/thread_annotations.h"
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/mutex.h"
-#include "src/internal/pointer_cache.h"
 #include "arenarpc/page_pool.h"
 #include "src/internal/pointer_cache.h"
 

@@ -64,8 +64,8 @@ double CostProbe::Time(AllocationMode mode, std::string_view wire, int reps,
 // gets one untimed pass first, as a server's steady state would: memory the
 // previous mode gave back (to glibc's top, to the page pool) would otherwise
 // be billed to whichever mode comes next (up to 5x on a 14 KB message).
-double CostProbe::TimeAlone(AllocationMode mode, std::string_view wire, int reps,
-                            bool* ok) {
+double CostProbe::TimeAlone(AllocationMode mode, std::string_view wire,
+                            int reps, bool* ok) {
   if (mode == AllocationMode::kReuse) pool_.emplace(prototype_);
   bool warm_ok = true;
   Time(mode, wire, 1, &warm_ok);  // untimed
@@ -92,12 +92,15 @@ ModeCosts CostProbe::Measure(std::string_view wire, int rounds) {
   // Repetitions so that one timing lasts at least kMinTimedNs.
   const double once = Time(AllocationMode::kArena, wire, 1, &c.ok);
   if (!c.ok) return c;
-  const int reps = static_cast<int>(std::clamp(kMinTimedNs / std::max(once, 1.0), 1.0, 10000.0));
+  const int reps = static_cast<int>(
+      std::clamp(kMinTimedNs / std::max(once, 1.0), 1.0, 10000.0));
   const uint32_t first = rotation_++;
   for (int r = 0; r < std::max(rounds, 1); ++r) {
     for (int k = 0; k < kNumAllocationModes; ++k) {
-      const auto m = static_cast<AllocationMode>((first + k) % kNumAllocationModes);
-      c.ns[static_cast<int>(m)] = std::min(c.ns[static_cast<int>(m)], TimeAlone(m, wire, reps, &c.ok));
+      const auto m =
+          static_cast<AllocationMode>((first + k) % kNumAllocationModes);
+      c.ns[static_cast<int>(m)] =
+          std::min(c.ns[static_cast<int>(m)], TimeAlone(m, wire, reps, &c.ok));
     }
   }
 #ifdef __GLIBC__

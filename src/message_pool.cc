@@ -253,7 +253,8 @@ MessagePoolStats MessagePoolCore::Stats() const {
   s.in_use = static_cast<uint64_t>(std::max<int64_t>(0, in_use_.Sum()));
   s.idle = c.in_depot + c.in_threads;
   s.bound_bytes = guard_->Bound();
-  s.retained_bytes = static_cast<uint64_t>(std::max<int64_t>(0, retained_.Sum()));
+  s.retained_bytes =
+      static_cast<uint64_t>(std::max<int64_t>(0, retained_.Sum()));
   const int64_t kept = kept_bytes_.Sum();
   const int64_t regrown = regrown_bytes_.Sum();
   if (kept + regrown > 0) {

@@ -15,7 +15,8 @@ AllocationMode ModeChooser::Observe(const ModeCosts& costs) {
   if (!costs.ok) return state_.mode;
   // Averages: a plain mean until there are 1/alpha samples (so the first
   // does not dominate), then exponential.
-  const double w = std::max(options_.alpha, 1.0 / static_cast<double>(state_.samples + 1));
+  const double w =
+      std::max(options_.alpha, 1.0 / static_cast<double>(state_.samples + 1));
   for (int m = 0; m < kNumAllocationModes; ++m) {
     state_.cost_ns[m] += w * (costs.ns[m] - state_.cost_ns[m]);
   }
@@ -24,7 +25,8 @@ AllocationMode ModeChooser::Observe(const ModeCosts& costs) {
   // Each mode against the current one on the same bytes (paired), as a
   // ratio: message sizes vary from sample to sample, ratios much less.
   const int now = static_cast<int>(state_.mode);
-  const double wr = std::max(options_.alpha, 1.0 / static_cast<double>(since_switch_ + 1));
+  const double wr =
+      std::max(options_.alpha, 1.0 / static_cast<double>(since_switch_ + 1));
   ++since_switch_;
   for (int m = 0; m < kNumAllocationModes; ++m) {
     const double r = costs.ns[m] / std::max(costs.ns[now], 1.0) - 1.0;
@@ -36,11 +38,13 @@ AllocationMode ModeChooser::Observe(const ModeCosts& costs) {
   // The mode that is cheaper by more than the margin, and surely so: its
   // mean ratio is below zero by three standard errors.
   // Variance of the average: of a mean of n, or of an exponential average.
-  const double wr_eff = wr > options_.alpha ? 1.0 / since_switch_ : wr / (2.0 - wr);
+  const double wr_eff =
+      wr > options_.alpha ? 1.0 / since_switch_ : wr / (2.0 - wr);
   int best = -1;
   for (int m = 0; m < kNumAllocationModes; ++m) {
     if (m == now) continue;
-    const double var = std::max(ratio_square_[m] - ratio_mean_[m] * ratio_mean_[m], 0.0);
+    const double var =
+        std::max(ratio_square_[m] - ratio_mean_[m] * ratio_mean_[m], 0.0);
     const double se = std::sqrt(var * wr_eff);
     if (ratio_mean_[m] < -options_.margin && ratio_mean_[m] + 3 * se < 0 &&
         (best < 0 || ratio_mean_[m] < ratio_mean_[best])) {

@@ -2,8 +2,8 @@
 // threads and dlclose'd repeatedly by a host that uses arenarpc too.
 #include <dlfcn.h>
 #include <elf.h>
-#include <link.h>
 #include <gtest/gtest.h>
+#include <link.h>
 
 #include <condition_variable>
 #include <cstdint>

@@ -4,9 +4,9 @@
 
 #include <cstdint>
 #include <cstring>
-#include <string_view>
 #include <memory_resource>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "arenarpc/page_pool.h"
@@ -27,8 +27,11 @@ TEST(MonotonicPageResourceTest, ContainersLiveOnPoolPages) {
   {
     MonotonicPageResource resource(pool);
     std::pmr::vector<std::pmr::string> v(&resource);
-    for (int i = 0; i < 500; ++i) v.emplace_back(50, static_cast<char>('a' + i % 26));
-    for (int i = 0; i < 500; ++i) ASSERT_EQ(std::string_view(v[i]), std::string(50, static_cast<char>('a' + i % 26)));
+    for (int i = 0; i < 500; ++i)
+      v.emplace_back(50, static_cast<char>('a' + i % 26));
+    for (int i = 0; i < 500; ++i)
+      ASSERT_EQ(std::string_view(v[i]),
+                std::string(50, static_cast<char>('a' + i % 26)));
     EXPECT_GT(resource.pages_held(), 2u);
     EXPECT_EQ(pool.Stats().pages_in_use, resource.pages_held());
   }

@@ -71,7 +71,8 @@ TEST(MessagePoolConcurrencyTest, HandlesReturnedOnAnotherThread) {
   producer.join();
   const MessagePoolStats s = pool.Stats();
   EXPECT_EQ(s.in_use, 0u);
-  EXPECT_LE(s.idle, MessagePoolOptions{}.idle_max + 2 * MessagePoolOptions{}.idle_per_thread);
+  EXPECT_LE(s.idle, MessagePoolOptions{}.idle_max +
+                        2 * MessagePoolOptions{}.idle_per_thread);
 }
 
 }  // namespace

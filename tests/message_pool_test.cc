@@ -22,11 +22,17 @@ using test::Node;
 
 void FillBody(std::mt19937& rng, int leaves, Body* body) {
   for (int i = 0; i < leaves; ++i) test::FillLeaf(rng, body->add_leaves());
-  for (int i = 0, n = rng() % 4; i < n; ++i) body->add_names(test::RandomString(rng, 30));
+  for (int i = 0, n = rng() % 4; i < n; ++i)
+    body->add_names(test::RandomString(rng, 30));
   switch (rng() % 3) {
-    case 0: test::FillLeaf(rng, body->mutable_head()); break;
-    case 1: body->mutable_head(); break;  // present but empty
-    default: break;
+    case 0:
+      test::FillLeaf(rng, body->mutable_head());
+      break;
+    case 1:
+      body->mutable_head();
+      break;  // present but empty
+    default:
+      break;
   }
 }
 
@@ -34,16 +40,27 @@ Envelope RandomEnvelope(std::mt19937& rng) {
   Envelope e;
   if (rng() % 2) e.set_id(test::RandomString(rng, 20));
   switch (rng() % 4) {
-    case 0: FillBody(rng, rng() % 40, e.mutable_body()); break;
-    case 1: e.mutable_body(); break;  // explicit empty body
-    default: break;                   // no body
+    case 0:
+      FillBody(rng, rng() % 40, e.mutable_body());
+      break;
+    case 1:
+      e.mutable_body();
+      break;  // explicit empty body
+    default:
+      break;  // no body
   }
   if (rng() % 3 == 0) FillBody(rng, rng() % 5, e.mutable_extra());
-  for (int i = 0, n = rng() % 3; i < n; ++i) FillBody(rng, rng() % 5, e.add_items());
+  for (int i = 0, n = rng() % 3; i < n; ++i)
+    FillBody(rng, rng() % 5, e.add_items());
   switch (rng() % 3) {
-    case 0: FillBody(rng, rng() % 3, e.mutable_alt()); break;
-    case 1: e.set_note(test::RandomString(rng, 10)); break;
-    default: break;
+    case 0:
+      FillBody(rng, rng() % 3, e.mutable_alt());
+      break;
+    case 1:
+      e.set_note(test::RandomString(rng, 10));
+      break;
+    default:
+      break;
   }
   return e;
 }
@@ -144,7 +161,8 @@ void FillBatch(std::mt19937& rng, int series, test::Batch* batch) {
 
 // Parses big, then small and big alternately, into `pool`'s one instance:
 // the same element objects every time.
-void ExpectSameObjects(MessagePool<test::Batch>& pool, const std::string& big_wire,
+void ExpectSameObjects(MessagePool<test::Batch>& pool,
+                       const std::string& big_wire,
                        const std::string& small_wire) {
   const test::Series* first = nullptr;
   {
@@ -178,7 +196,8 @@ TEST(MessagePoolTest, KeepsTheCapacityOfRepeatedFields) {
   // Nothing allocated again: on 3.21 the instance is on an arena; on v22+ on
   // the heap, where parsing keeps the strings (internal/protobuf_compat.h).
   EXPECT_GE(pool.Stats().kept_percent, 95u);
-  EXPECT_EQ(pool.Acquire()->GetArena() == nullptr, internal::kArenaParseRecreatesStrings);
+  EXPECT_EQ(pool.Acquire()->GetArena() == nullptr,
+            internal::kArenaParseRecreatesStrings);
 
   // Forced onto an arena, v22+ re-creates every singular string (a new
   // std::string on the arena per parse); the series, labels and samples stay.
@@ -307,7 +326,10 @@ TEST(MessagePoolTest, MalformedInputFailsAndLosesNothing) {
   Envelope good;
   FillBody(rng, 50, good.mutable_body());
   const std::string wire = good.SerializeAsString();
-  { auto m = pool.Acquire(); ASSERT_TRUE(m.ParseFrom(wire)); }
+  {
+    auto m = pool.Acquire();
+    ASSERT_TRUE(m.ParseFrom(wire));
+  }
   {
     auto m = pool.Acquire();
     EXPECT_FALSE(m.ParseFrom(wire.substr(0, wire.size() / 2)));  // truncated
@@ -329,7 +351,10 @@ TEST(MessagePoolTest, GuardEvictsAnInstanceThatGrewPastTheHardCap) {
   Envelope big;
   FillBody(rng, 1000, big.mutable_body());
   ASSERT_GT(big.ByteSizeLong(), o.hard_cap_bytes);
-  { auto m = pool.Acquire(); ASSERT_TRUE(m.ParseFrom(big.SerializeAsString())); }
+  {
+    auto m = pool.Acquire();
+    ASSERT_TRUE(m.ParseFrom(big.SerializeAsString()));
+  }
   MessagePoolStats s = pool.Stats();
   EXPECT_EQ(s.evicted_by_guard, 1u);
   EXPECT_EQ(s.idle, 1u);            // an empty shell, rebuilt when used
@@ -342,7 +367,10 @@ TEST(MessagePoolTest, GuardEvictsAnInstanceThatGrewPastTheHardCap) {
   }
   EXPECT_EQ(pool.Stats().evicted_by_guard, 2u);
   // Small ones are kept.
-  { auto m = pool.Acquire(); m->set_id("small"); }
+  {
+    auto m = pool.Acquire();
+    m->set_id("small");
+  }
   s = pool.Stats();
   EXPECT_EQ(s.evicted_by_guard, 2u);
   EXPECT_EQ(s.idle, 1u);
@@ -367,7 +395,10 @@ TEST(MessagePoolTest, BoundAdaptsToRecentSizes) {
   EXPECT_EQ(s.evicted_by_guard, 0u);
   Envelope big;
   FillBody(rng, 500, big.mutable_body());  // far above the bound, below the cap
-  { auto m = pool.Acquire(); ASSERT_TRUE(m.ParseFrom(big.SerializeAsString())); }
+  {
+    auto m = pool.Acquire();
+    ASSERT_TRUE(m.ParseFrom(big.SerializeAsString()));
+  }
   EXPECT_EQ(pool.Stats().evicted_by_guard, 1u);
 }
 
@@ -460,7 +491,10 @@ TEST(MessagePoolTest, StatsCountRetainedArenaBytes) {
   Envelope e;
   FillBody(rng, 100, e.mutable_body());
   const std::string wire = e.SerializeAsString();
-  { auto m = pool.Acquire(); ASSERT_TRUE(m.ParseFrom(wire)); }
+  {
+    auto m = pool.Acquire();
+    ASSERT_TRUE(m.ParseFrom(wire));
+  }
   EXPECT_GE(pool.Stats().retained_bytes, wire.size());
   auto m = pool.Acquire();
   EXPECT_EQ(pool.Stats().retained_bytes, 0u);

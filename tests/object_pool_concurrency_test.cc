@@ -25,7 +25,9 @@ struct Item {
   char pad[48];
 };
 
-bool Intact(const Item* p, uint64_t v) { return p->value == v && p->check == ~v; }
+bool Intact(const Item* p, uint64_t v) {
+  return p->value == v && p->check == ~v;
+}
 
 TEST(ObjectPoolConcurrencyTest, ThreadsCreateAndDeleteLocally) {
   ObjectPool<Item> pool;
@@ -165,8 +167,9 @@ void ProducersAndConsumersStayBounded(ObjectPool<T>& pool, int producers,
   const uint64_t threads_n = producers + consumers;
   const uint64_t bound_objects =
       kInFlight + threads_n * kBatch + threads_n * 2 * 256 + producers * 256;
-  const uint64_t bound_blocks =
-      (bound_objects + pool.objects_per_block() - 1) / pool.objects_per_block() + 1;
+  const uint64_t bound_blocks = (bound_objects + pool.objects_per_block() - 1) /
+                                    pool.objects_per_block() +
+                                1;
   EXPECT_LE(max_blocks.load(), bound_blocks)
       << "memory grew with the number of objects passed: " << max_blocks
       << " blocks of " << pool.objects_per_block() << " objects";
@@ -210,18 +213,22 @@ TEST(ObjectPoolConcurrencyTest, ObjectsDeletedByOtherThreads) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        made[t].push_back(pool.New(uint64_t{static_cast<uint32_t>(t)} * kPerThread + i));
+        made[t].push_back(
+            pool.New(uint64_t{static_cast<uint32_t>(t)} * kPerThread + i));
       }
       created.fetch_add(1);
       while (created.load() < kThreads) std::this_thread::yield();
       const int from = (t + 1) % kThreads;
       for (int i = 0; i < kPerThread; ++i) {
-        ASSERT_TRUE(Intact(made[from][i], uint64_t{static_cast<uint32_t>(from)} * kPerThread + i));
+        ASSERT_TRUE(
+            Intact(made[from][i],
+                   uint64_t{static_cast<uint32_t>(from)} * kPerThread + i));
         pool.Delete(made[from][i]);
       }
       // And reuse: objects freed here came from another thread's blocks.
       std::vector<Item*> again;
-      for (int i = 0; i < kPerThread; ++i) again.push_back(pool.New(uint64_t(i)));
+      for (int i = 0; i < kPerThread; ++i)
+        again.push_back(pool.New(uint64_t(i)));
       for (int i = 0; i < kPerThread; ++i) {
         ASSERT_TRUE(Intact(again[i], i));
         pool.Delete(again[i]);
@@ -233,8 +240,9 @@ TEST(ObjectPoolConcurrencyTest, ObjectsDeletedByOtherThreads) {
   EXPECT_EQ(s.objects_in_use, 0u);
   EXPECT_EQ(s.objects_cached, s.objects_in_depot);
   // The second round reused the first round's memory.
-  EXPECT_LE(s.blocks_held * pool.objects_per_block(),
-            uint64_t{kThreads} * (kPerThread + 2 * 512) + pool.objects_per_block());
+  EXPECT_LE(
+      s.blocks_held * pool.objects_per_block(),
+      uint64_t{kThreads} * (kPerThread + 2 * 512) + pool.objects_per_block());
 }
 
 template <class T>

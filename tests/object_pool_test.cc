@@ -38,7 +38,8 @@ bool Holds(const Payload* p, uint64_t seed) {
 // True if the OS has no mapping at `p` any more (mincore fails with ENOMEM).
 bool Unmapped(const void* p) {
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  void* start = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) & ~(page - 1));
+  void* start =
+      reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) & ~(page - 1));
   unsigned char vec = 0;
   return mincore(start, page, &vec) != 0 && errno == ENOMEM;
 }
@@ -57,7 +58,8 @@ TEST(ObjectPoolTest, ObjectsAreDistinctAndKeepTheirValues) {
     objects.push_back(p);
   }
   // Slots do not overlap: every object still holds its own values.
-  for (uint64_t i = 0; i < objects.size(); ++i) ASSERT_TRUE(Holds(objects[i], i));
+  for (uint64_t i = 0; i < objects.size(); ++i)
+    ASSERT_TRUE(Holds(objects[i], i));
   EXPECT_EQ(pool.Stats().objects_in_use, 20000u);
   for (Payload* p : objects) pool.Delete(p);
   EXPECT_EQ(pool.Stats().objects_in_use, 0u);
@@ -105,7 +107,8 @@ TEST(ObjectPoolTest, ForwardsArgumentsAndRunsDestructorsOnce) {
   int destroyed = 0;
   std::vector<Tracked*> objects;
   for (int i = 0; i < 1000; ++i) {
-    objects.push_back(pool.New(&constructed, &destroyed, "n" + std::to_string(i),
+    objects.push_back(pool.New(&constructed, &destroyed,
+                               "n" + std::to_string(i),
                                std::make_unique<int>(i)));
   }
   EXPECT_EQ(constructed, 1000);
@@ -341,7 +344,8 @@ TEST(ObjectPoolTest, ExitingThreadHandsItsCacheBack) {
   t.join();
   ObjectPoolStats s = pool.Stats();
   EXPECT_EQ(s.objects_in_use, 0u);
-  EXPECT_EQ(s.objects_in_depot, s.objects_cached);  // nothing lost in a dead cache
+  EXPECT_EQ(s.objects_in_depot,
+            s.objects_cached);  // nothing lost in a dead cache
   EXPECT_EQ(s.objects_in_depot, 128u);
   // This thread reuses them rather than carving new objects.
   std::set<void*> old(made.begin(), made.end());
@@ -455,7 +459,8 @@ TEST(ObjectPoolTest, HonoursAlignmentAndOddSizes) {
     ASSERT_EQ(va[i]->c[299], static_cast<char>(i));
     ASSERT_EQ(vt[i]->c, static_cast<char>(i));
   }
-  for (int i = 0; i < 40; ++i) ASSERT_EQ(vb[i]->bytes[99999], static_cast<char>(i));
+  for (int i = 0; i < 40; ++i)
+    ASSERT_EQ(vb[i]->bytes[99999], static_cast<char>(i));
   std::set<Tiny*> distinct(vt.begin(), vt.end());
   EXPECT_EQ(distinct.size(), vt.size());
   for (auto* p : va) aligned.Delete(p);

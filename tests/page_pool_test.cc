@@ -70,7 +70,8 @@ TEST(PagePoolTest, DepotCapIsRespected) {
   // Everything beyond the cap went back to the OS.
   EXPECT_EQ(s.os_pages_allocated - s.os_pages_released, s.pages_cached);
   EXPECT_GE(s.os_pages_released, 64u - 8 - 4);
-  EXPECT_LE(s.bytes_held(), o.depot_capacity_bytes + o.thread_cache_pages * o.page_size);
+  EXPECT_LE(s.bytes_held(),
+            o.depot_capacity_bytes + o.thread_cache_pages * o.page_size);
 }
 
 TEST(PagePoolTest, ZeroDepotReturnsEverythingBeyondTheThreadCache) {

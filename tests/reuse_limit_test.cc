@@ -37,12 +37,14 @@ void FillEveryField(Message* m, int depth) {
       switch (f->cpp_type()) {
         case FieldDescriptor::CPPTYPE_MESSAGE: {
           if (depth == 0 && !f->is_map()) break;
-          Message* sub = f->is_repeated() ? r->AddMessage(m, f) : r->MutableMessage(m, f);
+          Message* sub =
+              f->is_repeated() ? r->AddMessage(m, f) : r->MutableMessage(m, f);
           if (f->is_map()) {
             // Distinct keys, so both entries stay.
             const FieldDescriptor* key = sub->GetDescriptor()->map_key();
             if (key->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
-              sub->GetReflection()->SetString(sub, key, text + std::to_string(k));
+              sub->GetReflection()->SetString(sub, key,
+                                              text + std::to_string(k));
             } else {
               sub->GetReflection()->SetInt32(sub, key, k + 1);
             }
@@ -50,7 +52,8 @@ void FillEveryField(Message* m, int depth) {
             if (value->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
               sub->GetReflection()->SetString(sub, value, text);
             } else if (depth > 0) {
-              FillEveryField(sub->GetReflection()->MutableMessage(sub, value), depth - 1);
+              FillEveryField(sub->GetReflection()->MutableMessage(sub, value),
+                             depth - 1);
             }
           } else {
             FillEveryField(sub, depth - 1);
@@ -58,7 +61,8 @@ void FillEveryField(Message* m, int depth) {
           break;
         }
         case FieldDescriptor::CPPTYPE_STRING:
-          f->is_repeated() ? r->AddString(m, f, text) : r->SetString(m, f, text);
+          f->is_repeated() ? r->AddString(m, f, text)
+                           : r->SetString(m, f, text);
           break;
         case FieldDescriptor::CPPTYPE_INT32:
           f->is_repeated() ? r->AddInt32(m, f, 7) : r->SetInt32(m, f, 7);
@@ -73,7 +77,8 @@ void FillEveryField(Message* m, int depth) {
           f->is_repeated() ? r->AddBool(m, f, true) : r->SetBool(m, f, true);
           break;
         default:
-          ADD_FAILURE() << "test type has a field kind the filler lacks: " << f->full_name();
+          ADD_FAILURE() << "test type has a field kind the filler lacks: "
+                        << f->full_name();
       }
     }
   }
@@ -107,21 +112,24 @@ void ExpectLimitMatchesClear(const Message& prototype, int depth) {
     // 3.21: nothing is allocated again exactly when Clear() kept everything.
     EXPECT_EQ(limit.empty(), regrown == 0)
         << prototype.GetTypeName() << ": ReuseLimit \"" << limit << "\", yet "
-        << regrown << " of " << fresh << " arena bytes allocated again after Clear()";
+        << regrown << " of " << fresh
+        << " arena bytes allocated again after Clear()";
   } else if (limit.empty()) {
     // v22+ (33.6 measured): parsing a singular string field into an arena
     // message builds a new std::string object on the arena (32 bytes per
     // field per use), so even a type Clear() keeps re-allocates some bytes;
     // the structure (sub-messages, repeated elements) must stay.
-    EXPECT_LT(regrown * 2, fresh) << prototype.GetTypeName() << ": ReuseLimit empty, yet "
-                                  << regrown << " of " << fresh << " bytes again";
+    EXPECT_LT(regrown * 2, fresh)
+        << prototype.GetTypeName() << ": ReuseLimit empty, yet " << regrown
+        << " of " << fresh << " bytes again";
   } else {
-    EXPECT_GT(regrown, 0u) << prototype.GetTypeName() << ": ReuseLimit \"" << limit
-                           << "\", yet nothing allocated again";
+    EXPECT_GT(regrown, 0u) << prototype.GetTypeName() << ": ReuseLimit \""
+                           << limit << "\", yet nothing allocated again";
   }
   std::printf("%s: %llu of %llu arena bytes again after Clear()\n",
               std::string(prototype.GetTypeName()).c_str(),
-              static_cast<unsigned long long>(regrown), static_cast<unsigned long long>(fresh));
+              static_cast<unsigned long long>(regrown),
+              static_cast<unsigned long long>(fresh));
 }
 
 TEST(ReuseLimitTest, PredictsWhatThisProtobufsClearKeeps) {
@@ -151,7 +159,8 @@ TEST(ReuseLimitTest, NamesTheFirstFieldClearDoesNotKeep) {
   EXPECT_EQ(internal::ReuseLimit(test::Node::descriptor()),
             "by_name: map field (entries are destroyed)");
   MessagePool<test::Envelope> pool;
-  EXPECT_EQ(pool.ReuseLimit(), internal::ReuseLimit(test::Envelope::descriptor()));
+  EXPECT_EQ(pool.ReuseLimit(),
+            internal::ReuseLimit(test::Envelope::descriptor()));
 }
 
 }  // namespace

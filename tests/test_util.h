@@ -2,11 +2,11 @@
 #ifndef ARENARPC_TESTS_TEST_UTIL_H_
 #define ARENARPC_TESTS_TEST_UTIL_H_
 
-#include <random>
-#include <string>
-
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <random>
+#include <string>
 
 #include "test_messages.pb.h"
 
@@ -40,23 +40,31 @@ inline void FillLeaf(std::mt19937& rng, Leaf* leaf) {
 inline void FillNode(std::mt19937& rng, int depth, Node* node) {
   node->set_id(static_cast<int32_t>(rng()));
   node->set_name(RandomString(rng, 30));
-  for (int i = 0, n = rng() % 4; i < n; ++i) node->add_tags(RandomString(rng, 20));
+  for (int i = 0, n = rng() % 4; i < n; ++i)
+    node->add_tags(RandomString(rng, 20));
   for (int i = 0, n = rng() % 4; i < n; ++i) FillLeaf(rng, node->add_leaves());
   for (int i = 0, n = rng() % 3; i < n; ++i) {
     FillLeaf(rng, &(*node->mutable_by_name())[RandomString(rng, 8)]);
   }
   for (int i = 0, n = rng() % 3; i < n; ++i) {
-    (*node->mutable_labels())[static_cast<int32_t>(rng() % 100)] = RandomString(rng, 8);
+    (*node->mutable_labels())[static_cast<int32_t>(rng() % 100)] =
+        RandomString(rng, 8);
   }
   if (rng() % 2) FillLeaf(rng, node->mutable_main());
   if (rng() % 2) FillLeaf(rng, node->mutable_extra());
   switch (rng() % 3) {
-    case 0: node->set_choice_text(RandomString(rng, 10)); break;
-    case 1: FillLeaf(rng, node->mutable_choice_leaf()); break;
-    default: break;
+    case 0:
+      node->set_choice_text(RandomString(rng, 10));
+      break;
+    case 1:
+      FillLeaf(rng, node->mutable_choice_leaf());
+      break;
+    default:
+      break;
   }
   if (depth > 0) {
-    for (int i = 0, n = rng() % 4; i < n; ++i) FillNode(rng, depth - 1, node->add_children());
+    for (int i = 0, n = rng() % 4; i < n; ++i)
+      FillNode(rng, depth - 1, node->add_children());
   }
   if (rng() % 2) node->set_score(static_cast<double>(rng()) / 7.0);
   node->set_flag(rng() % 2);
@@ -68,7 +76,8 @@ inline void FillRecord(std::mt19937& rng, int depth, Record* r) {
   for (int i = 0, n = rng() % 4; i < n; ++i) FillLeaf(rng, r->add_leaves());
   if (rng() % 2) FillLeaf(rng, r->mutable_main());
   if (depth > 0) {
-    for (int i = 0, n = rng() % 4; i < n; ++i) FillRecord(rng, depth - 1, r->add_children());
+    for (int i = 0, n = rng() % 4; i < n; ++i)
+      FillRecord(rng, depth - 1, r->add_children());
   }
   r->set_stamp(static_cast<int64_t>(rng()));
 }

@@ -25,13 +25,15 @@ class CorpusAdviseTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(CorpusAdviseTest, RecommendsTheFastestModeOfTheRun) {
   const corpus::Service* service = corpus::FindService(GetParam());
   ASSERT_NE(service, nullptr);
-  const fs::path dir = fs::temp_directory_path() /
-                       absl::StrFormat("arenarpc_advise_%s_%d", GetParam(), getpid());
+  const fs::path dir =
+      fs::temp_directory_path() /
+      absl::StrFormat("arenarpc_advise_%s_%d", GetParam(), getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::vector<std::string> requests = service->generate(/*seed=*/1, 12);
   for (size_t i = 0; i < requests.size(); ++i) {
-    std::ofstream(dir / absl::StrFormat("%06d.bin", i), std::ios::binary) << requests[i];
+    std::ofstream(dir / absl::StrFormat("%06d.bin", i), std::ios::binary)
+        << requests[i];
   }
   std::unique_ptr<Schema> schema = SchemaOf(service->request->file());
   ASSERT_NE(schema, nullptr);
@@ -46,9 +48,12 @@ TEST_P(CorpusAdviseTest, RecommendsTheFastestModeOfTheRun) {
   EXPECT_EQ(a->recommended, Recommend(a->per_sample).mode);
   // Where arena or reuse costs at most half of heap in this run, the rule
   // cannot have kept heap (the margin is 3 %).
-  const double heap = a->modes[static_cast<int>(AllocationMode::kHeap)].parse_destroy_us;
-  const double arena = a->modes[static_cast<int>(AllocationMode::kArena)].parse_destroy_us;
-  const double reuse = a->modes[static_cast<int>(AllocationMode::kReuse)].parse_destroy_us;
+  const double heap =
+      a->modes[static_cast<int>(AllocationMode::kHeap)].parse_destroy_us;
+  const double arena =
+      a->modes[static_cast<int>(AllocationMode::kArena)].parse_destroy_us;
+  const double reuse =
+      a->modes[static_cast<int>(AllocationMode::kReuse)].parse_destroy_us;
   if (std::min(arena, reuse) < 0.5 * heap) {
     EXPECT_NE(a->recommended, AllocationMode::kHeap) << a->reason;
   }
@@ -57,9 +62,11 @@ TEST_P(CorpusAdviseTest, RecommendsTheFastestModeOfTheRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Services, CorpusAdviseTest,
-                         ::testing::Values("otlp_trace", "cortex_push", "etcd_txn",
-                                           "health"),
-                         [](const auto& info) { return std::string(info.param); });
+                         ::testing::Values("otlp_trace", "cortex_push",
+                                           "etcd_txn", "health"),
+                         [](const auto& info) {
+                           return std::string(info.param);
+                         });
 
 }  // namespace
 }  // namespace arenarpc::advise

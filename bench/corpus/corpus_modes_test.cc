@@ -37,7 +37,8 @@ TEST_P(CorpusModesTest, EveryModeRoundTripsLikeAFreshHeapParse) {
   const Service* s = FindService(GetParam());
   ASSERT_NE(s, nullptr);
   const Message* prototype =
-      google::protobuf::MessageFactory::generated_factory()->GetPrototype(s->request);
+      google::protobuf::MessageFactory::generated_factory()->GetPrototype(
+          s->request);
   // The default pool (a fresh arena per use where Clear() cannot keep the
   // type), and one that reuses every type and rebuilds often: every path.
   MessagePoolOptions small_guard;
@@ -64,7 +65,8 @@ TEST_P(CorpusModesTest, EveryModeRoundTripsLikeAFreshHeapParse) {
     for (MessagePool<Message>* p : {&pool, &guarded}) {
       auto by_caller = p->Acquire();
       ASSERT_TRUE(by_caller->ParseFromString(wire));
-      EXPECT_EQ(Deterministic(*by_caller), expected) << "reuse (caller parses) " << i;
+      EXPECT_EQ(Deterministic(*by_caller), expected)
+          << "reuse (caller parses) " << i;
       EXPECT_TRUE(MessageDifferencer::Equals(*by_caller, *heap)) << i;
       by_caller.reset();
       auto by_pool = p->Acquire();
@@ -91,7 +93,8 @@ TEST_P(CorpusModesTest, EveryModeRoundTripsLikeAFreshHeapParse) {
 TEST_P(CorpusModesTest, ProbeMeasuresTheService) {
   const Service* s = FindService(GetParam());
   const Message* prototype =
-      google::protobuf::MessageFactory::generated_factory()->GetPrototype(s->request);
+      google::protobuf::MessageFactory::generated_factory()->GetPrototype(
+          s->request);
   CostProbe probe(prototype);
   const ModeCosts c = probe.Measure(s->generate(/*seed=*/4, /*count=*/1)[0]);
   ASSERT_TRUE(c.ok);

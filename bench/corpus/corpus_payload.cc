@@ -25,7 +25,8 @@
 
 ABSL_FLAG(bool, list, false, "print the service names, one per line, and exit");
 ABSL_FLAG(bool, list_json, false,
-          "print one JSON object per service (name, method, proto, request type), and exit");
+          "print one JSON object per service (name, method, proto, request "
+          "type), and exit");
 ABSL_FLAG(std::string, service, "", "corpus service name (see --list)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the deterministic mix");
 ABSL_FLAG(int, count, 100, "number of requests to write");

@@ -14,9 +14,10 @@
 // --mode=auto, prints each method's choice to stderr ("auto: <method> chose
 // <mode> ..."); with --shadow_sample_one_in=N, each method's shadow
 // measurement ("shadow: <method> recommends <mode> ..."), and --capture_dir
-// writes sampled requests for arenarpc_advise. Each handler walks the request as a real handler would (the corpus walk), fills the
-// corpus response and finishes OK; nothing is printed per call. SIGTERM or
-// SIGINT shuts the server down and exits 0.
+// writes sampled requests for arenarpc_advise. Each handler walks the request
+// as a real handler would (the corpus walk), fills the corpus response and
+// finishes OK; nothing is printed per call. SIGTERM or SIGINT shuts the server
+// down and exits 0.
 #include <grpcpp/grpcpp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -56,8 +57,9 @@ ABSL_FLAG(int, shadow_sample_one_in, 0,
           "shadow measurement: measure 1 call in N in every mode (0: off)");
 ABSL_FLAG(double, shadow_max_cpu_share, 0.01,
           "shadow measurement: CPU share of the measuring thread");
-ABSL_FLAG(std::string, capture_dir, "",
-          "shadow measurement: write sampled requests here (for arenarpc_advise)");
+ABSL_FLAG(
+    std::string, capture_dir, "",
+    "shadow measurement: write sampled requests here (for arenarpc_advise)");
 ABSL_FLAG(int, capture_max_files, 200, "shadow measurement: files per method");
 ABSL_FLAG(uint64_t, capture_max_bytes, uint64_t{64} << 20,
           "shadow measurement: bytes per method");
@@ -298,20 +300,22 @@ int main(int argc, char** argv) {
                  c.thread_cpu_s, c.sampling_cpu_s, process_s,
                  (c.thread_cpu_s + c.sampling_cpu_s) / process_s);
   }
-  for (const arenarpc::MeasuredMethodStats& m : arenarpc::GetMeasuredMethodStats()) {
-    std::fprintf(stderr,
-                 "%s: %s %s %s (cost us heap %.1f arena %.1f reuse %.1f; "
-                 "%llu samples, %llu switches, %llu dropped, %llu malformed, "
-                 "%llu captured)\n",
-                 m.automatic ? "auto" : "shadow", m.method.c_str(),
-                 m.automatic ? "chose" : "recommends",
-                 std::string(arenarpc::AllocationModeName(m.recommended)).c_str(),
-                 m.cost_us[0], m.cost_us[1], m.cost_us[2],
-                 static_cast<unsigned long long>(m.samples),
-                 static_cast<unsigned long long>(m.switches),
-                 static_cast<unsigned long long>(m.dropped),
-                 static_cast<unsigned long long>(m.malformed),
-                 static_cast<unsigned long long>(m.captured));
+  for (const arenarpc::MeasuredMethodStats& m :
+       arenarpc::GetMeasuredMethodStats()) {
+    std::fprintf(
+        stderr,
+        "%s: %s %s %s (cost us heap %.1f arena %.1f reuse %.1f; "
+        "%llu samples, %llu switches, %llu dropped, %llu malformed, "
+        "%llu captured)\n",
+        m.automatic ? "auto" : "shadow", m.method.c_str(),
+        m.automatic ? "chose" : "recommends",
+        std::string(arenarpc::AllocationModeName(m.recommended)).c_str(),
+        m.cost_us[0], m.cost_us[1], m.cost_us[2],
+        static_cast<unsigned long long>(m.samples),
+        static_cast<unsigned long long>(m.switches),
+        static_cast<unsigned long long>(m.dropped),
+        static_cast<unsigned long long>(m.malformed),
+        static_cast<unsigned long long>(m.captured));
   }
   return 0;
 }

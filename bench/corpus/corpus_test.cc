@@ -35,7 +35,7 @@ constexpr int kShortBlock = 20;
 
 // Services whose production traffic is batches, with > 100 KB requests.
 const std::set<std::string> kBatchServices = {
-    "otlp_trace",    "otlp_metrics", "otlp_logs",    "pubsub_publish",
+    "otlp_trace",    "otlp_metrics", "otlp_logs",     "pubsub_publish",
     "logging_write", "etcd_txn",     "horaedb_write", "cortex_push"};
 // Services with < 1 KB requests in their mix.
 const std::set<std::string> kSmallServices = {"health", "pubsub_publish",
@@ -64,7 +64,8 @@ TEST(CorpusTest, RegistryIsComplete) {
     for (int i = 0; i < file->service_count() && method == nullptr; ++i) {
       for (int j = 0; j < file->service(i)->method_count(); ++j) {
         const auto* m = file->service(i)->method(j);
-        if (s.method == "/" + std::string(m->service()->full_name()) + "/" + std::string(m->name())) {
+        if (s.method == "/" + std::string(m->service()->full_name()) + "/" +
+                            std::string(m->name())) {
           method = m;
         }
       }

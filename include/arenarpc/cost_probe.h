@@ -51,7 +51,8 @@ class CostProbe {
 
  private:
   double Time(AllocationMode mode, std::string_view wire, int reps, bool* ok);
-  double TimeAlone(AllocationMode mode, std::string_view wire, int reps, bool* ok);
+  double TimeAlone(AllocationMode mode, std::string_view wire, int reps,
+                   bool* ok);
 
   const google::protobuf::Message* const prototype_;
   // kReuse's warm instance, alive while kReuse is timed only.

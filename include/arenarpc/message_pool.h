@@ -134,21 +134,21 @@ struct MessagePoolOptions {
 
 struct MessagePoolStats {
   uint64_t acquisitions = 0;
-  uint64_t reuse_hits = 0;       // served by an existing instance
-  uint64_t created = 0;          // instances built (misses and rebuilds)
-  uint64_t evicted_by_guard = 0; // rebuilt: held content above the bound
-  uint64_t rebuilt_garbage = 0;  // rebuilt: abandoned bytes over the limit
-  uint64_t rebuilt_aged = 0;     // rebuilt: rebuild_every uses
+  uint64_t reuse_hits = 0;        // served by an existing instance
+  uint64_t created = 0;           // instances built (misses and rebuilds)
+  uint64_t evicted_by_guard = 0;  // rebuilt: held content above the bound
+  uint64_t rebuilt_garbage = 0;   // rebuilt: abandoned bytes over the limit
+  uint64_t rebuilt_aged = 0;      // rebuilt: rebuild_every uses
   // Destroyed on return: an exception interrupted its use (see "Out of
   // memory" above).
   uint64_t rebuilt_after_exception = 0;
   // Returns that reset the instance's arena instead of Clear(): the type is
   // one Clear() cannot keep whole (reuse_lossy_types off).
   uint64_t fresh_arena_returns = 0;
-  uint64_t dropped_idle = 0;     // destroyed: idle bound reached
-  uint64_t in_use = 0;           // handles alive
-  uint64_t idle = 0;             // instances kept for reuse
-  uint64_t bound_bytes = 0;      // the growth guard's current bound
+  uint64_t dropped_idle = 0;  // destroyed: idle bound reached
+  uint64_t in_use = 0;        // handles alive
+  uint64_t idle = 0;          // instances kept for reuse
+  uint64_t bound_bytes = 0;   // the growth guard's current bound
   // Bytes of the idle instances: their arenas' blocks; a heap instance's
   // SpaceUsedLong() after its first use.
   uint64_t retained_bytes = 0;
@@ -308,7 +308,8 @@ class PooledMessage {
                 internal::MessagePoolCore::Entry* entry)
       : core_(core),
         entry_(entry),
-        message_(static_cast<T*>(internal::MessagePoolCore::MessageOf(entry))) {}
+        message_(static_cast<T*>(internal::MessagePoolCore::MessageOf(entry))) {
+  }
 
   internal::MessagePoolCore* core_ = nullptr;
   internal::MessagePoolCore::Entry* entry_ = nullptr;
@@ -324,17 +325,20 @@ class MessagePool {
                 "MessagePool needs full (non-lite) protobuf messages");
 
  public:
-  explicit MessagePool(const MessagePoolOptions& options = {})
-    requires(!std::is_same_v<T, google::protobuf::Message>)
+  explicit MessagePool(const MessagePoolOptions& options = {}) requires(
+      !std::is_same_v<T, google::protobuf::Message>)
       : core_(&T::default_instance(), options, sizeof(T)) {}
-  explicit MessagePool(const T* prototype, const MessagePoolOptions& options = {})
+  explicit MessagePool(const T* prototype,
+                       const MessagePoolOptions& options = {})
       : core_(prototype, options,
               std::is_same_v<T, google::protobuf::Message> ? 0 : sizeof(T)) {}
   ~MessagePool() { internal::NotifyMessagePoolDestroyed(this); }
   MessagePool(const MessagePool&) = delete;
   MessagePool& operator=(const MessagePool&) = delete;
 
-  PooledMessage<T> Acquire() { return PooledMessage<T>(&core_, core_.Acquire()); }
+  PooledMessage<T> Acquire() {
+    return PooledMessage<T>(&core_, core_.Acquire());
+  }
   MessagePoolStats Stats() const { return core_.Stats(); }
   // Destroys the idle instances in the shared depot (up to idle_max of
   // them), keeping those cached by threads (idle_per_thread each): after a

@@ -9,8 +9,8 @@
 // (a ratio per mode, averaged). After min_samples the chooser moves to
 // another mode only when that mode is cheaper by more than `margin` and by
 // three standard errors, in `confirmations` samples in a row (the very
-// first move, at min_samples, needs no streak), so noise does not make it flap; a lasting
-// shift of the traffic moves it.
+// first move, at min_samples, needs no streak), so noise does not make it flap;
+// a lasting shift of the traffic moves it.
 //
 // Thread safety: Observe() from one thread at a time; current() and
 // snapshot() from any thread, concurrently with Observe().
@@ -30,10 +30,10 @@ namespace arenarpc {
 
 struct ModeChooserOptions {
   AllocationMode initial = AllocationMode::kArena;  // before any sample
-  double alpha = 0.1;      // weight of a new sample in the averages
-  int min_samples = 8;     // samples before a move (also after one)
-  double margin = 0.03;    // how much cheaper a mode must be to move
-  int confirmations = 6;   // samples in a row it must be so
+  double alpha = 0.1;     // weight of a new sample in the averages
+  int min_samples = 8;    // samples before a move (also after one)
+  double margin = 0.03;   // how much cheaper a mode must be to move
+  int confirmations = 6;  // samples in a row it must be so
 };
 
 class ModeChooser {
@@ -49,7 +49,9 @@ class ModeChooser {
 
   // Folds one sample in (ignored unless costs.ok); returns the mode chosen.
   AllocationMode Observe(const ModeCosts& costs);
-  AllocationMode current() const { return mode_.load(std::memory_order_relaxed); }
+  AllocationMode current() const {
+    return mode_.load(std::memory_order_relaxed);
+  }
   Snapshot snapshot() const;
 
  private:

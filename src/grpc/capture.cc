@@ -24,7 +24,8 @@ std::string Capture::DirName(std::string_view method) {
   std::string out;
   for (char c : method) {
     const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                       (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+                       (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                       c == '-';
     if (c == '/' || c == ' ') {
       if (!out.empty() && out.back() != '.') out.push_back('.');
     } else {
@@ -33,7 +34,8 @@ std::string Capture::DirName(std::string_view method) {
   }
   while (!out.empty() && out.back() == '.') out.pop_back();
   // Never "", "." or "..": those would leave the capture directory.
-  if (out.empty() || out.find_first_not_of('.') == std::string::npos) out = "method";
+  if (out.empty() || out.find_first_not_of('.') == std::string::npos)
+    out = "method";
   return out;
 }
 
@@ -50,7 +52,8 @@ bool Capture::Open() {
   // A restarted server continues the numbering, and what is there counts
   // against the bounds: the directory stays bounded across runs.
   // (increment(ec): the range-for form would throw.)
-  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end;
+       it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.size() != 10 || name.substr(6) != ".bin") continue;
     std::error_code size_ec;
@@ -65,10 +68,12 @@ bool Capture::Open() {
 Capture::Result Capture::Write(std::string_view bytes) {
   if (!opened_ && !Open()) failed_ = true;
   if (failed_) return Result::kError;
-  if (files_ >= max_files_ || bytes_ + bytes.size() > max_bytes_ || next_ > 999999) {
+  if (files_ >= max_files_ || bytes_ + bytes.size() > max_bytes_ ||
+      next_ > 999999) {
     return Result::kFull;
   }
-  const fs::path final_path = fs::path(dir_) / absl::StrFormat("%06d.bin", next_);
+  const fs::path final_path =
+      fs::path(dir_) / absl::StrFormat("%06d.bin", next_);
   const fs::path tmp = fs::path(dir_) / absl::StrFormat(".%06d.tmp", next_);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -76,7 +81,8 @@ Capture::Result Capture::Write(std::string_view bytes) {
     if (!out) failed_ = true;
   }
   std::error_code ec;
-  if (!failed_) fs::rename(tmp, final_path, ec);  // readers never see half a file
+  if (!failed_)
+    fs::rename(tmp, final_path, ec);  // readers never see half a file
   if (failed_ || ec) {
     fs::remove(tmp, ec);
     failed_ = true;

@@ -31,7 +31,8 @@ namespace arenarpc::internal {
 
 struct MethodMeter::Impl {
   Impl(std::string n, AllocationMode m, const ShadowOptions& o,
-       const google::protobuf::Message* req, const google::protobuf::Message* resp)
+       const google::protobuf::Message* req,
+       const google::protobuf::Message* resp)
       : name(std::move(n)),
         fixed_mode(m),
         shadow(o),
@@ -136,7 +137,8 @@ class Worker {
   }
 
   void AddSamplingCpu(double ns) {
-    sampling_cpu_ns_.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+    sampling_cpu_ns_.fetch_add(static_cast<uint64_t>(ns),
+                               std::memory_order_relaxed);
   }
   MeasuringCost Cost() const {
     return {thread_cpu_ns_.load(std::memory_order_relaxed) / 1e9,
@@ -164,8 +166,9 @@ class Worker {
         queued_bytes_ -= s.request.size() + s.response.size();
       }
       Handle(s);
-      thread_cpu_ns_.store(static_cast<uint64_t>(CpuNs(CLOCK_THREAD_CPUTIME_ID)),
-                           std::memory_order_relaxed);
+      thread_cpu_ns_.store(
+          static_cast<uint64_t>(CpuNs(CLOCK_THREAD_CPUTIME_ID)),
+          std::memory_order_relaxed);
     }
   }
 
@@ -173,9 +176,10 @@ class Worker {
     MethodMeter::Impl& m = *s.method;
     if (!m.shadow.capture_dir.empty()) {
       if (!m.capture) {
-        m.capture.emplace(m.shadow.capture_dir, m.name,
-                          std::string(m.request_prototype->GetDescriptor()->full_name()),
-                          m.shadow.capture_max_files, m.shadow.capture_max_bytes);
+        m.capture.emplace(
+            m.shadow.capture_dir, m.name,
+            std::string(m.request_prototype->GetDescriptor()->full_name()),
+            m.shadow.capture_max_files, m.shadow.capture_max_bytes);
       }
       // Only bytes that parse: the capture feeds a tool that rejects the rest.
       if (Parses(*m.request_prototype, s.request)) {
@@ -194,11 +198,13 @@ class Worker {
     // The budget: this thread's CPU, with what this sample is expected to
     // cost, against the process's. Expected, not spent: one large sample
     // (tens of ms) would otherwise overshoot a short run's share.
-    const double bytes = static_cast<double>(s.request.size() + s.response.size());
+    const double bytes =
+        static_cast<double>(s.request.size() + s.response.size());
     const double mine = CpuNs(CLOCK_THREAD_CPUTIME_ID);
     const double share = CpuShare();
-    if (share < 1.0 && mine + bytes * m.ns_per_byte >
-                           share * CpuNs(CLOCK_PROCESS_CPUTIME_ID) + kCpuCreditNs) {
+    if (share < 1.0 &&
+        mine + bytes * m.ns_per_byte >
+            share * CpuNs(CLOCK_PROCESS_CPUTIME_ID) + kCpuCreditNs) {
       m.dropped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
@@ -210,7 +216,8 @@ class Worker {
     if (total.ok) {
       const ModeCosts response = m.response_probe->Measure(s.response);
       total.ok = response.ok;
-      for (int i = 0; i < kNumAllocationModes; ++i) total.ns[i] += response.ns[i];
+      for (int i = 0; i < kNumAllocationModes; ++i)
+        total.ns[i] += response.ns[i];
     }
     // Learn what a byte costs to measure, for the budget: from samples that
     // parsed and are large enough for the per-byte rate to mean something
@@ -229,7 +236,8 @@ class Worker {
     PagePool::Default().FlushThreadCache();
   }
 
-  static bool Parses(const google::protobuf::Message& prototype, const std::string& bytes) {
+  static bool Parses(const google::protobuf::Message& prototype,
+                     const std::string& bytes) {
     std::unique_ptr<google::protobuf::Message> m(prototype.New());
     return m->ParseFromString(bytes);
   }
@@ -253,7 +261,8 @@ class Worker {
 
 uint32_t NextRandom() {
   static thread_local constinit uint64_t state = 0;
-  if (state == 0) state = reinterpret_cast<uintptr_t>(&state) * 0x9E3779B97F4A7C15ull | 1;
+  if (state == 0)
+    state = reinterpret_cast<uintptr_t>(&state) * 0x9E3779B97F4A7C15ull | 1;
   state ^= state << 13;
   state ^= state >> 7;
   state ^= state << 17;
@@ -267,7 +276,8 @@ MeasuredMethodStats StatsOf(MethodMeter::Impl& m) {
   s.automatic = m.fixed_mode == AllocationMode::kAuto;
   s.recommended = snap.mode;
   s.mode = s.automatic ? snap.mode : m.fixed_mode;
-  for (int i = 0; i < kNumAllocationModes; ++i) s.cost_us[i] = snap.cost_ns[i] / 1e3;
+  for (int i = 0; i < kNumAllocationModes; ++i)
+    s.cost_us[i] = snap.cost_ns[i] / 1e3;
   if (snap.samples > 0) {
     s.saving_us = s.cost_us[static_cast<int>(s.mode)] -
                   s.cost_us[static_cast<int>(s.recommended)];
@@ -294,11 +304,12 @@ MethodMeter::MethodMeter(std::string name, AllocationMode mode,
 
 AllocationMode MethodMeter::mode() const {
   return impl_->fixed_mode == AllocationMode::kAuto ? impl_->chooser.current()
-                                                   : impl_->fixed_mode;
+                                                    : impl_->fixed_mode;
 }
 
 bool MethodMeter::ShouldSample() {
-  uint32_t one_in = static_cast<uint32_t>(std::max(impl_->shadow.sample_one_in, 0));
+  uint32_t one_in =
+      static_cast<uint32_t>(std::max(impl_->shadow.sample_one_in, 0));
   if (impl_->fixed_mode == AllocationMode::kAuto) {
     if (impl_->submitted.load(std::memory_order_relaxed) < 32) {
       one_in = 8;
@@ -308,13 +319,15 @@ bool MethodMeter::ShouldSample() {
   }
   if (one_in == 0 || NextRandom() % one_in != 0) return false;
   if (Worker::Get().HasRoom()) return true;
-  impl_->dropped.fetch_add(1, std::memory_order_relaxed);  // not even serialized
+  impl_->dropped.fetch_add(1,
+                           std::memory_order_relaxed);  // not even serialized
   return false;
 }
 
 double MethodMeter::ThreadCpuNs() { return CpuNs(CLOCK_THREAD_CPUTIME_ID); }
 
-void MethodMeter::Submit(std::string request, const google::protobuf::Message& response,
+void MethodMeter::Submit(std::string request,
+                         const google::protobuf::Message& response,
                          double cpu_ns) {
   const double start = ThreadCpuNs();
   SubmitBytes(std::move(request), response.SerializeAsString());
@@ -322,7 +335,8 @@ void MethodMeter::Submit(std::string request, const google::protobuf::Message& r
 }
 
 bool MethodMeter::SubmitBytes(std::string request, std::string response) {
-  if (Worker::Get().TryPush(Sample{impl_, std::move(request), std::move(response)})) {
+  if (Worker::Get().TryPush(
+          Sample{impl_, std::move(request), std::move(response)})) {
     impl_->submitted.fetch_add(1, std::memory_order_relaxed);
     return true;
   }

@@ -11,14 +11,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "arenarpc/grpc/stream.h"
 #include "arenarpc/arena.h"
 #include "arenarpc/grpc/internal/counters.h"
+#include "arenarpc/grpc/stream.h"
 #include "arenarpc/internal/mutex.h"
 #include "arenarpc/internal/striped_counter.h"
+#include "arenarpc/metrics.h"
 #include "arenarpc/page_pool.h"
 #include "src/internal/bucket_percentile.h"
-#include "arenarpc/metrics.h"
 #include "src/internal/prometheus_writer.h"
 
 namespace arenarpc {

@@ -19,7 +19,8 @@ TEST(DisabledBuildTest, EveryModeIsHeap) {
   for (AllocationMode m : {AllocationMode::kHeap, AllocationMode::kArena,
                            AllocationMode::kReuse}) {
     EXPECT_EQ(EffectiveAllocationMode(m), AllocationMode::kHeap);
-    auto* holder = GetMessageAllocator<Envelope, Envelope>(m)->AllocateMessages();
+    auto* holder =
+        GetMessageAllocator<Envelope, Envelope>(m)->AllocateMessages();
     EXPECT_EQ(holder->request()->GetArena(), nullptr);
     holder->request()->set_id("3");
     holder->FreeRequest();

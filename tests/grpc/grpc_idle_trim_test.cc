@@ -84,8 +84,8 @@ TEST(IdleTrimTest, ReachesTheCachesOfThreadsThatStayAlive) {
   EXPECT_TRUE(WaitFor([] {
     const PagePoolStats s = PagePool::Default().Stats();
     return s.pages_cached == 0 && s.pages_in_use == 0;
-  })) << PagePool::Default().Stats().pages_cached << " cached, "
-      << PagePool::Default().Stats().pages_in_use << " in use";
+  })) << PagePool::Default().Stats().pages_cached
+      << " cached, " << PagePool::Default().Stats().pages_in_use << " in use";
   {
     std::lock_guard<std::mutex> lock(mu);
     stop = true;

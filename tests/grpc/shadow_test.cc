@@ -111,11 +111,13 @@ TEST_P(ShadowModeTest, ResponsesUnchangedAndMethodMeasured) {
   }
   EXPECT_TRUE(listed);
   const std::string text = RenderPrometheusStats();
-  EXPECT_NE(text.find("arenarpc_grpc_shadow_cost_microseconds{method=\"" + method +
-                      "\",mode=\"" + std::string(AllocationModeName(GetParam())) + "\"}"),
+  EXPECT_NE(text.find("arenarpc_grpc_shadow_cost_microseconds{method=\"" +
+                      method + "\",mode=\"" +
+                      std::string(AllocationModeName(GetParam())) + "\"}"),
             std::string::npos);
-  EXPECT_NE(text.find("arenarpc_grpc_shadow_saving_microseconds{method=\"" + method),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("arenarpc_grpc_shadow_saving_microseconds{method=\"" + method),
+      std::string::npos);
 
   // The capture: under the method's directory, the type named, each file a
   // request that was sent.
@@ -124,7 +126,8 @@ TEST_P(ShadowModeTest, ResponsesUnchangedAndMethodMeasured) {
   EXPECT_EQ(ReadFile(capture / "TYPE"), "arenarpc.echo.EchoRequest\n");
   std::set<std::string> sent;
   for (uint32_t seed = 1; seed <= 12; ++seed) {
-    sent.insert(Request(1 + static_cast<int>(seed % 4), seed).SerializeAsString());
+    sent.insert(
+        Request(1 + static_cast<int>(seed % 4), seed).SerializeAsString());
   }
   for (const fs::path& f : BinFiles(capture)) {
     EchoRequest r;
@@ -134,7 +137,8 @@ TEST_P(ShadowModeTest, ResponsesUnchangedAndMethodMeasured) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ShadowModeTest,
-                         ::testing::Values(AllocationMode::kHeap, AllocationMode::kArena,
+                         ::testing::Values(AllocationMode::kHeap,
+                                           AllocationMode::kArena,
                                            AllocationMode::kReuse),
                          testing::ModeTestName);
 
@@ -146,8 +150,8 @@ ShadowOptions Measured(int one_in = 1) {
 }
 
 TEST(ShadowTest, DropsInsteadOfWaitingWhenTheQueueIsFull) {
-  internal::MethodMeter meter("test/QueueFull", AllocationMode::kArena, Measured(),
-                              &EchoRequest::default_instance(),
+  internal::MethodMeter meter("test/QueueFull", AllocationMode::kArena,
+                              Measured(), &EchoRequest::default_instance(),
                               &EchoResponse::default_instance());
   const std::string bytes = Request(1, 3).SerializeAsString();
   ASSERT_TRUE(WaitFor([] { return internal::QueuedSamplesForTest() == 0; }));
@@ -183,10 +187,16 @@ TEST(ShadowTest, MalformedSampledBytesAreCountedAndDropped) {
                               &EchoRequest::default_instance(),
                               &EchoResponse::default_instance());
   // A truncated length-delimited field, then a valid request.
-  ASSERT_TRUE(WaitFor([&] { return meter.SubmitBytes("\x0a\xff\xff\x03", ""); }));
-  ASSERT_TRUE(WaitFor([&] { return meter.SubmitBytes(Request(1, 5).SerializeAsString(), ""); }));
-  ASSERT_TRUE(WaitFor([&] { return StatsOf("test/Malformed", AllocationMode::kHeap).samples == 1; }));
-  const MeasuredMethodStats s = StatsOf("test/Malformed", AllocationMode::kHeap);
+  ASSERT_TRUE(
+      WaitFor([&] { return meter.SubmitBytes("\x0a\xff\xff\x03", ""); }));
+  ASSERT_TRUE(WaitFor([&] {
+    return meter.SubmitBytes(Request(1, 5).SerializeAsString(), "");
+  }));
+  ASSERT_TRUE(WaitFor([&] {
+    return StatsOf("test/Malformed", AllocationMode::kHeap).samples == 1;
+  }));
+  const MeasuredMethodStats s =
+      StatsOf("test/Malformed", AllocationMode::kHeap);
   EXPECT_EQ(s.malformed, 1u);
   EXPECT_EQ(s.captured, 1u);  // only the request that parses
   EXPECT_EQ(BinFiles(dir.path() / "test.Malformed").size(), 1u);
@@ -200,7 +210,8 @@ TEST(ShadowTest, CaptureIsBoundedByFilesAndBytesAcrossRestarts) {
     for (int i = 0; i < n; ++i) {
       const uint64_t before = StatsOf(name, mode).samples;
       ASSERT_TRUE(WaitFor([&] { return meter.SubmitBytes(bytes, ""); }));
-      ASSERT_TRUE(WaitFor([&] { return StatsOf(name, mode).samples == before + 1; }));
+      ASSERT_TRUE(
+          WaitFor([&] { return StatsOf(name, mode).samples == before + 1; }));
     }
   };
   ShadowOptions by_files = Measured();
@@ -240,7 +251,9 @@ TEST(ShadowTest, CaptureDirectoryNamesStayInside) {
   internal::MethodMeter meter("/../..", AllocationMode::kArena, o,
                               &EchoRequest::default_instance(),
                               &EchoResponse::default_instance());
-  ASSERT_TRUE(WaitFor([&] { return meter.SubmitBytes(Request(1, 1).SerializeAsString(), ""); }));
+  ASSERT_TRUE(WaitFor([&] {
+    return meter.SubmitBytes(Request(1, 1).SerializeAsString(), "");
+  }));
   ASSERT_TRUE(WaitFor([&] { return StatsOf("/../..").captured == 1; }));
   EXPECT_EQ(BinFiles(dir.path() / "c" / "method").size(), 1u);
 }

@@ -20,8 +20,8 @@ int main() {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
                                      grpc::InsecureChannelCredentials());
-  bool connected = channel->WaitForConnected(
-      std::chrono::system_clock::now() + std::chrono::seconds(10));
+  bool connected = channel->WaitForConnected(std::chrono::system_clock::now() +
+                                             std::chrono::seconds(10));
   std::printf("connected=%d\n", connected);
   server->Shutdown();
   return 0;

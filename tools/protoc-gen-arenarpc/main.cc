@@ -134,7 +134,8 @@ class Generator final : public google::protobuf::compiler::CodeGenerator {
             "    ++installed;\n"
             "  }\n",
             "method", std::string(method->name()), "full",
-            std::string(service->full_name()) + "/" + std::string(method->name()));
+            std::string(service->full_name()) + "/" +
+                std::string(method->name()));
       }
       p.Print("  return installed;\n}\n\n");
     }

@@ -16,7 +16,8 @@
 //   arenarpc::ClientCall<EchoRequest, EchoResponse> call(requests, responses);
 //
 //   // Blocking calls need no Then(): the scope frees everything when it ends.
-//   grpc::Status s = stub->Echo(call.context(), *call.request(), call.response());
+//   grpc::Status s = stub->Echo(call.context(), *call.request(),
+//   call.response());
 //
 // gRPC requires the context, request and response of a callback call to
 // stay valid until its callback has run; Then() moves their ownership into
@@ -27,11 +28,11 @@
 // reference then falls on gRPC's callback thread, and gRPC 1.51 shuts its
 // process-wide callback queue down from that queue's own thread (a double
 // free or a hang). So `done` cannot read the context (trailing metadata,
-// peer): use a plain grpc::ClientContext for calls that need it. The accessors keep returning the same
-// pointers after Then(), so Then() may appear in the same argument list as
-// context()/request()/response() (argument evaluation order does not
-// matter). Do not use the ClientCall's accessors once the call may have
-// completed.
+// peer): use a plain grpc::ClientContext for calls that need it. The accessors
+// keep returning the same pointers after Then(), so Then() may appear in the
+// same argument list as context()/request()/response() (argument evaluation
+// order does not matter). Do not use the ClientCall's accessors once the call
+// may have completed.
 //
 // With ARENARPC_DISABLE_ARENAS the arena flavour allocates on the heap
 // (ScopedArena's kill switch), with no change to this code.

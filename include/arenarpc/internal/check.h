@@ -49,11 +49,11 @@ namespace arenarpc::internal {
 [[noreturn]] void CheckFailed(const char* file, int line, const char* message);
 }  // namespace arenarpc::internal
 
-#define ARENARPC_CHECK(cond, message)                                    \
-  do {                                                                   \
-    if (__builtin_expect(!(cond), 0)) {                                  \
+#define ARENARPC_CHECK(cond, message)                                   \
+  do {                                                                  \
+    if (__builtin_expect(!(cond), 0)) {                                 \
       ::arenarpc::internal::CheckFailed(__FILE__, __LINE__, (message)); \
-    }                                                                    \
+    }                                                                   \
   } while (0)
 
 #if ARENARPC_DEBUG_CHECKS

@@ -236,8 +236,9 @@ class FixedPool final : private ThreadSlots::Owner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   Magazine* TakeFullLocked(Shard& s)  // or nullptr
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
-  Magazine* TakeFullFromAnyShard(ThreadCache* c);  // home first; frees c->previous
-  size_t CarveLocked(void** out, size_t n)         // 0: no memory
+  Magazine* TakeFullFromAnyShard(
+      ThreadCache* c);                      // home first; frees c->previous
+  size_t CarveLocked(void** out, size_t n)  // 0: no memory
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   BlockHeader* MapBlock();
   void UnmapBlock(BlockHeader* b);
@@ -271,7 +272,7 @@ class FixedPool final : private ThreadSlots::Owner {
   std::vector<BlockHeader*> blocks_ ABSL_GUARDED_BY(mu_);
   std::vector<ThreadCache*> caches_ ABSL_GUARDED_BY(mu_);  // live ones
   uint64_t blocks_released_ ABSL_GUARDED_BY(mu_) = 0;
-  std::atomic<uint64_t> lost_{0};     // free slots dropped, see PutItemsLocked
+  std::atomic<uint64_t> lost_{0};  // free slots dropped, see PutItemsLocked
 };
 
 }  // namespace arenarpc::internal

@@ -23,9 +23,11 @@ T* CreateOnArena(google::protobuf::Arena* arena, Args&&... args) {
   return google::protobuf::Arena::Create<T>(arena, std::forward<Args>(args)...);
 #else
   if constexpr (std::is_base_of_v<google::protobuf::MessageLite, T>) {
-    return google::protobuf::Arena::CreateMessage<T>(arena, std::forward<Args>(args)...);
+    return google::protobuf::Arena::CreateMessage<T>(
+        arena, std::forward<Args>(args)...);
   } else {
-    return google::protobuf::Arena::Create<T>(arena, std::forward<Args>(args)...);
+    return google::protobuf::Arena::Create<T>(arena,
+                                              std::forward<Args>(args)...);
   }
 #endif
 }
@@ -42,11 +44,13 @@ inline constexpr bool kProto3SingularMessagesHaveHasbits =
 // buffer stay on the arena until it is reset. Into a heap message it assigns
 // into the string already there, keeping its buffer. (Checked on 3.21, which
 // reuses the string either way, and 33.6.)
-inline constexpr bool kArenaParseRecreatesStrings = GOOGLE_PROTOBUF_VERSION >= 4022000;
+inline constexpr bool kArenaParseRecreatesStrings =
+    GOOGLE_PROTOBUF_VERSION >= 4022000;
 
 // Whether the generated Clear() deletes the sub-message of singular message
 // field `f`.
-inline bool ClearDeletesSingularMessage(const google::protobuf::FieldDescriptor* f) {
+inline bool ClearDeletesSingularMessage(
+    const google::protobuf::FieldDescriptor* f) {
 #if GOOGLE_PROTOBUF_VERSION >= 4023000
   (void)f;
   return false;

@@ -5,7 +5,8 @@
 //     ~MyPool() { ThreadSlots::Unregister(key_); /* then free every cache */ }
 //     Cache* cache() {
 //       auto* c = static_cast<Cache*>(ThreadSlots::Get(key_));
-//       return c ? c : SlowPath();  // SlowPath: new Cache; ThreadSlots::Set(key_, c)
+//       return c ? c : SlowPath();  // SlowPath: new Cache;
+//       ThreadSlots::Set(key_, c)
 //     }
 //     void OnThreadExit(void* cache) override;  // drain and free the cache
 //   };
