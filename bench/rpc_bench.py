@@ -321,6 +321,15 @@ def main():
                   f"{args.duration}s at {args.rps} req/s", file=sys.stderr, flush=True)
             per_round[mode].append(run_mode(mode, args, ghz, payload, raw, tag=f"{mode}_r{r + 1}"))
     results = [combine(per_round[m]) for m in modes]
+    # ghz's per-call reports (~110 KB a round) become one small text file;
+    # with --full (the docs' kept output) only that file stays.
+    from ghz_summary import HEADER, summary_line
+    reports = [os.path.join(raw, f"ghz_{m}_r{r + 1}.json") for m in modes for r in range(args.rounds)]
+    with open(os.path.join(raw, "ghz_rounds.txt"), "w") as f:
+        f.write("\n".join([HEADER] + [summary_line(p) for p in reports]) + "\n")
+    if args.full:
+        for p in reports:
+            os.remove(p)
     size = os.path.getsize(payload)
     header = (f"Echo of a {size} B request (scale {args.scale}), {args.rps} req/s, {args.rounds} rounds x "
               f"{args.duration} s per mode (modes interleaved, each after {args.warmup} s warm-up), "
