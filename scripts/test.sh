@@ -23,8 +23,8 @@ if leg format; then
   scripts/format.sh --check
 fi
 
-# ccache keeps warm runs of the tsa and modern legs short (its cache next
-# to the protobuf fixture's; clones at other paths share it through
+# ccache keeps warm runs of every leg short (its cache next to the
+# protobuf fixture's; clones at other paths share it through
 # CCACHE_BASEDIR).
 use_ccache() {
   local cache_dir="${ARENARPC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/arenarpc}"
@@ -50,20 +50,28 @@ if leg tsa; then
 fi
 
 if leg asan; then
+leg_start=$SECONDS
+use_ccache
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DARENARPC_SANITIZE=address,undefined -DARENARPC_WERROR=ON
+  -DARENARPC_SANITIZE=address,undefined -DARENARPC_WERROR=ON \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache
 cmake --build build/asan -j "$jobs"
 (cd build/asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs")
+echo "test.sh: the asan leg took $((SECONDS - leg_start)) s"
 fi
 
 if leg tsan; then
+leg_start=$SECONDS
+use_ccache
 cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DARENARPC_SANITIZE=thread -DARENARPC_BUILD_BENCH=OFF -DARENARPC_WERROR=ON
+  -DARENARPC_SANITIZE=thread -DARENARPC_BUILD_BENCH=OFF -DARENARPC_WERROR=ON \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache
 # TSan needs a narrow mmap layout on kernels with high ASLR entropy; the
 # build runs TSan binaries too (protoc-gen-arenarpc, gtest discovery).
 setarch "$(uname -m)" -R cmake --build build/tsan -j "$jobs"
 (cd build/tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   setarch "$(uname -m)" -R ctest -L concurrency --output-on-failure -j "$jobs")
+echo "test.sh: the tsan leg took $((SECONDS - leg_start)) s"
 fi
 if leg fuzz; then
   leg_start=$SECONDS
