@@ -3,18 +3,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "arenarpc/arena.h"
 #include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/stream.h"
-#include "arenarpc/internal/mutex.h"
 #include "arenarpc/internal/striped_counter.h"
 #include "arenarpc/metrics.h"
 #include "arenarpc/page_pool.h"

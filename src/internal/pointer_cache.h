@@ -51,8 +51,6 @@ struct PointerCacheStats {
 
 class PointerCache : private ThreadSlots::Owner {
  public:
-  using Counts [[deprecated("use PointerCacheStats")]] = PointerCacheStats;
-
   PointerCache(size_t thread_capacity, size_t depot_capacity);
   virtual ~PointerCache();
   PointerCache(const PointerCache&) = delete;
@@ -100,9 +98,6 @@ class PointerCache : private ThreadSlots::Owner {
   // refills on its next Pop.
   size_t ReleaseIdle(std::chrono::nanoseconds idle_for);
   PointerCacheStats Stats() const;
-  [[deprecated("use Stats")]] PointerCacheStats GetCounts() const {
-    return Stats();
-  }
 
  protected:
   // Both run without mu_: they may map, unmap or run destructors.
