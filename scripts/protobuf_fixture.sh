@@ -55,7 +55,18 @@ key_text="$(cat "$src/SHA256SUMS"; echo "$recipe $variant $flags $opt";
 key="$(printf '%s' "$key_text" | sha256sum | cut -c1-16)"
 pb_name="$(basename "${pb_tar[0]}" -src.tar.gz)"
 prefix="$cache/$pb_name-$variant-$key"
+# The prefix is built in a temporary directory and moved: its pkg-config
+# files name the temporary one (CMake's config files are relocatable).
+# Idempotent, so a prefix cached before this fix is repaired on use.
+fix_pc_files() {
+  local pc
+  for pc in "$prefix"/lib/pkgconfig/*.pc; do
+    [ -f "$pc" ] || continue
+    sed -i -E "s#$cache/build\.[A-Za-z0-9]+/prefix#$prefix#g" "$pc"
+  done
+}
 if [ -f "$prefix/.complete" ]; then
+  fix_pc_files
   echo "protobuf_fixture: cached $prefix" >&2
   echo "$prefix"
   exit 0
@@ -103,6 +114,7 @@ fi
 }
 rm -rf "$prefix"
 mv "$stage" "$prefix"
+fix_pc_files
 touch "$prefix/.complete"
 echo "protobuf_fixture: built in $((SECONDS - start)) s" >&2
 echo "$prefix"
