@@ -166,18 +166,18 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   if (size_hint == kInterrupted) {
     // Never Clear() it (it may hold a null element); destroying is safe.
     interrupted_.fetch_add(1, std::memory_order_relaxed);
-    in_use_.Add(-1);
     e->Clear();
     cache_->Push(e);
+    in_use_.Add(-1);  // last: at 0 no return is still inside the pool
     return;
   }
   if (fresh_arenas_) {
     // Clear() cannot keep this type: no walk, no guard (nothing is kept);
     // the arena goes back to the page pool, as in arena mode.
-    in_use_.Add(-1);
     fresh_.Add(1);
     e->Clear();
     cache_->Push(e);
+    in_use_.Add(-1);  // last (see above)
     return;
   }
   // The content size, where it costs nothing or on a random sample.
@@ -198,7 +198,6 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   }
   m->Clear();
   m->ByteSizeLong();  // cached size := 0 (the message is empty: no walk)
-  in_use_.Add(-1);
 
   // Arena bytes this use allocated: none when Clear() kept everything it
   // needed; what it abandoned otherwise (or new capacity). A heap instance
@@ -233,6 +232,7 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   retained_.Add(static_cast<int64_t>(e->space));
   e->Poison(object_size_);
   cache_->Push(e);
+  in_use_.Add(-1);  // last (see above)
 }
 
 void MessagePoolCore::Trim() { cache_->DrainDepot(); }

@@ -146,9 +146,11 @@ struct MessagePoolStats {
   // one Clear() cannot keep whole (reuse_lossy_types off).
   uint64_t fresh_arena_returns = 0;
   uint64_t dropped_idle = 0;  // destroyed: idle bound reached
-  uint64_t in_use = 0;        // handles alive
-  uint64_t idle = 0;          // instances kept for reuse
-  uint64_t bound_bytes = 0;   // the growth guard's current bound
+  // Handles alive, counting a return until it is done with the pool: at 0
+  // (and no Acquire() running) the pool may be destroyed.
+  uint64_t in_use = 0;
+  uint64_t idle = 0;         // instances kept for reuse
+  uint64_t bound_bytes = 0;  // the growth guard's current bound
   // Bytes of the idle instances: their arenas' blocks; a heap instance's
   // SpaceUsedLong() after its first use.
   uint64_t retained_bytes = 0;

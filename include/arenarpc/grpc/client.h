@@ -39,7 +39,9 @@
 //
 // Thread safety: a ClientCall is used by one thread until Then(); `done`
 // runs on a gRPC thread. Lifetime: pools passed in must outlive the call,
-// including its callback.
+// including its callback: the messages go back to them right after `done`
+// returns, so a caller woken by `done` waits for the pools' Stats().in_use
+// to reach 0 before destroying them (examples/echo_client.cc).
 #ifndef ARENARPC_GRPC_CLIENT_H_
 #define ARENARPC_GRPC_CLIENT_H_
 
