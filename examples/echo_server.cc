@@ -1,6 +1,7 @@
 // arenarpc_echo_server: the echo service with a start-up allocation mode.
 //
 //   arenarpc_echo_server --port=0 --mode=arena      # prints "listening on N"
+//   arenarpc_echo_server --api=sync --mode=auto     # the sync API service
 //   grpcurl -plaintext -d '{"payload":["aGk="]}' 127.0.0.1:N
 //       arenarpc.echo.EchoService/Echo
 //   grpcurl -plaintext 127.0.0.1:N grpc.health.v1.Health/Check
@@ -36,7 +37,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "arenarpc/grpc/server.h"
+#include "arenarpc/grpc/install.h"
 #include "arenarpc/grpc/stats.h"
 #include "echo_service.h"
 
@@ -46,6 +47,9 @@ ABSL_FLAG(int, port, 50051, "port to listen on; 0 picks a free port");
 ABSL_FLAG(std::string, mode, "arena",
           "allocation mode of the Echo method: heap, arena, reuse or auto; "
           "none installs no allocator (plain gRPC, the baseline)");
+ABSL_FLAG(std::string, api, "callback",
+          "server API of the service: callback (CallbackService) or sync "
+          "(Service, gRPC's sync thread pool)");
 ABSL_FLAG(int, max_receive_bytes, 4 << 20, "largest request accepted");
 ABSL_FLAG(
     int, shadow_sample_one_in, 0,
@@ -88,7 +92,16 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  arenarpc::echo::EchoServiceImpl service;
+  const std::string api = absl::GetFlag(FLAGS_api);
+  if (api != "callback" && api != "sync") {
+    std::fprintf(stderr, "--api: callback or sync, not %s\n", api.c_str());
+    return 2;
+  }
+  arenarpc::echo::EchoServiceImpl callback_service;
+  arenarpc::echo::EchoSyncServiceImpl sync_service;
+  grpc::Service& service = api == "sync"
+                               ? static_cast<grpc::Service&>(sync_service)
+                               : callback_service;
   if (!plain) {
     arenarpc::ServerOptions options(*mode);
     options.shadow.sample_one_in = absl::GetFlag(FLAGS_shadow_sample_one_in);
@@ -96,8 +109,15 @@ int main(int argc, char** argv) {
     options.idle_trim.idle_ms = absl::GetFlag(FLAGS_idle_trim_ms);
     options.max_pooled_bytes =
         static_cast<uint64_t>(absl::GetFlag(FLAGS_max_pooled_mb)) << 20;
-    // One line per service.
-    arenarpc::echo::InstallEchoServiceAllocators(&service, options);
+    // One line per service; it says what it served, and fails loudly
+    // when it could serve nothing.
+    arenarpc::InstallResult installed =
+        api == "sync" ? arenarpc::echo::InstallEchoServiceAllocators(
+                            &sync_service, options)
+                      : arenarpc::echo::InstallEchoServiceAllocators(
+                            &callback_service, options);
+    std::fprintf(stderr, "%s\n", installed.ToString().c_str());
+    if (!installed.ok()) return 1;
   }
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -128,7 +148,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fprintf(
-      stderr, "mode %s (effective %s)\n",
+      stderr, "api %s, mode %s (effective %s)\n", api.c_str(),
       plain ? "none" : std::string(arenarpc::AllocationModeName(*mode)).c_str(),
       std::string(arenarpc::AllocationModeName(
                       arenarpc::EffectiveAllocationMode(*mode)))
@@ -143,7 +163,7 @@ int main(int argc, char** argv) {
   server->Shutdown(
       std::chrono::system_clock::now() +
       std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
-  service.Stop();
+  callback_service.Stop();
   server->Wait();
   if (absl::GetFlag(FLAGS_print_stats)) {
     std::fputs(arenarpc::RenderPrometheusStats().c_str(), stdout);

@@ -199,3 +199,62 @@ grpc::ServerBidiReactor<EchoRequest, EchoResponse>* EchoServiceImpl::EchoStream(
 }
 
 }  // namespace arenarpc::echo
+
+namespace arenarpc::echo {
+
+grpc::Status EchoSyncServiceImpl::Echo(grpc::ServerContext* context,
+                                       const EchoRequest* request,
+                                       EchoResponse* response) {
+  // Block as a handler waiting on another service would, a few ms at a
+  // time so that a cancelled call (or a passed deadline) ends the wait.
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(request->delay_ms());
+  while (std::chrono::steady_clock::now() < until) {
+    if (context->IsCancelled()) {
+      cancelled_seen_.fetch_add(1);
+      return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const auto& meta = context->client_metadata();
+  if (auto it = meta.find("x-echo"); it != meta.end()) {
+    const std::string v(it->second.data(), it->second.size());
+    context->AddInitialMetadata("x-echo-initial", v);
+    context->AddTrailingMetadata("x-echo-trailing", v);
+    context->AddTrailingMetadata("x-echo-peer", context->peer());
+    std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
+    std::string security = "none";
+    if (auth != nullptr) {
+      for (const grpc::string_ref& s :
+           auth->FindPropertyValues("transport_security_type")) {
+        security.assign(s.data(), s.size());
+      }
+    }
+    context->AddTrailingMetadata("x-echo-security", security);
+  }
+  if (auto it = meta.find("x-compress");
+      it != meta.end() && it->second == "gzip") {
+    context->set_compression_algorithm(GRPC_COMPRESS_GZIP);
+  }
+  if (request->fail_with_code() != 0) {
+    return grpc::Status(
+        static_cast<grpc::StatusCode>(request->fail_with_code()), "requested");
+  }
+  FillResponse(*request, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status EchoSyncServiceImpl::EchoStream(
+    grpc::ServerContext* /*context*/,
+    grpc::ServerReaderWriter<EchoResponse, EchoRequest>* stream) {
+  EchoRequest request;
+  EchoResponse response;
+  while (stream->Read(&request)) {
+    response.Clear();
+    FillResponse(request, &response);
+    if (!stream->Write(response)) break;
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace arenarpc::echo

@@ -28,6 +28,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -90,6 +91,28 @@ class EchoServiceImpl final : public EchoService::CallbackService {
 
  private:
   DelayedFinisher finisher_;
+};
+
+// The same service on the sync API (gRPC's thread pool, blocking handler),
+// as gRPC's own examples write services. Echo blocks for delay_ms (as a
+// handler waiting on a database would), waking early when the call is
+// cancelled or its deadline passes, and reflects ServerContext features:
+// client metadata "x-echo" comes back as initial metadata "x-echo-initial"
+// and trailing "x-echo-trailing", with the peer ("x-echo-peer") and the
+// auth context's transport security type ("x-echo-security"); "x-compress:
+// gzip" makes the response gzip-compressed.
+class EchoSyncServiceImpl final : public EchoService::Service {
+ public:
+  grpc::Status Echo(grpc::ServerContext* context, const EchoRequest* request,
+                    EchoResponse* response) override;
+  grpc::Status EchoStream(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<EchoResponse, EchoRequest>* stream) override;
+  // Calls that saw their cancellation while blocked.
+  int cancelled_seen() const { return cancelled_seen_.load(); }
+
+ private:
+  std::atomic<int> cancelled_seen_{0};
 };
 
 }  // namespace arenarpc::echo

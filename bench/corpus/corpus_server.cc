@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
   KvImpl kv;
   HoraedbImpl horaedb;
   CortexImpl cortex;
-  int installed = 0;
+  arenarpc::InstallResult installed;
   if (mode.has_value()) {
     arenarpc::ServerOptions options(*mode);
     options.shadow.sample_one_in = absl::GetFlag(FLAGS_shadow_sample_one_in);
@@ -234,20 +234,24 @@ int main(int argc, char** argv) {
     options.shadow.capture_dir = absl::GetFlag(FLAGS_capture_dir);
     options.shadow.capture_max_files = absl::GetFlag(FLAGS_capture_max_files);
     options.shadow.capture_max_bytes = absl::GetFlag(FLAGS_capture_max_bytes);
-    installed += ::grpc::health::v1::InstallHealthAllocators(&health, options);
-    installed += otlp_collector::trace::v1::InstallTraceServiceAllocators(
-        &otlp_trace, options);
-    installed += otlp_collector::metrics::v1::InstallMetricsServiceAllocators(
-        &otlp_metrics, options);
-    installed += otlp_collector::logs::v1::InstallLogsServiceAllocators(
-        &otlp_logs, options);
-    installed +=
-        ::google::pubsub::v1::InstallPublisherAllocators(&publisher, options);
-    installed += ::google::logging::v2::InstallLoggingServiceV2Allocators(
-        &logging, options);
-    installed += ::etcdserverpb::InstallKVAllocators(&kv, options);
-    installed += ::storage::InstallStorageServiceAllocators(&horaedb, options);
-    installed += ::distributor::InstallDistributorAllocators(&cortex, options);
+    installed.Merge(
+        ::grpc::health::v1::InstallHealthAllocators(&health, options));
+    installed.Merge(otlp_collector::trace::v1::InstallTraceServiceAllocators(
+        &otlp_trace, options));
+    installed.Merge(
+        otlp_collector::metrics::v1::InstallMetricsServiceAllocators(
+            &otlp_metrics, options));
+    installed.Merge(otlp_collector::logs::v1::InstallLogsServiceAllocators(
+        &otlp_logs, options));
+    installed.Merge(
+        ::google::pubsub::v1::InstallPublisherAllocators(&publisher, options));
+    installed.Merge(::google::logging::v2::InstallLoggingServiceV2Allocators(
+        &logging, options));
+    installed.Merge(::etcdserverpb::InstallKVAllocators(&kv, options));
+    installed.Merge(
+        ::storage::InstallStorageServiceAllocators(&horaedb, options));
+    installed.Merge(
+        ::distributor::InstallDistributorAllocators(&cortex, options));
   }
 
   grpc::ServerBuilder builder;

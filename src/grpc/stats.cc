@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "arenarpc/arena.h"
+#include "arenarpc/grpc/install.h"
 #include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/stream.h"
 #include "arenarpc/internal/striped_counter.h"
@@ -72,7 +74,66 @@ void RecordFreeRequest(AllocationMode mode) {
       1, std::memory_order_relaxed);
 }
 
+namespace {
+struct InstalledMethod {
+  ServerApi api;
+  AllocationMode installed;
+  const MethodMeter* meter;
+};
+struct InstalledRegistry {
+  Mutex mu;
+  // By method name: installing the same method again updates its entry.
+  std::map<std::string, InstalledMethod> methods ABSL_GUARDED_BY(mu);
+};
+InstalledRegistry& Installed() {
+  static auto* const registry = new InstalledRegistry;
+  return *registry;
+}
+}  // namespace
+
+void RecordInstalledMethod(std::string_view method, ServerApi api,
+                           AllocationMode installed, const MethodMeter* meter) {
+  InstalledRegistry& r = Installed();
+  MutexLock lock(&r.mu);
+  r.methods[std::string(method)] = {api, installed, meter};
+}
+
+MethodInstall Served(std::string_view method, ServerApi api,
+                     AllocationMode mode, const MethodMeter* meter) {
+  RecordInstalledMethod(method, api, mode, meter);
+  MethodInstall m;
+  m.method = std::string(method);
+  m.served = true;
+  m.api = api;
+  m.mode = mode;
+  return m;
+}
+
+MethodInstall NotServed(std::string_view method, std::string reason,
+                        bool unary) {
+  MethodInstall m;
+  m.method = std::string(method);
+  m.unary = unary;
+  m.reason = std::move(reason);
+  return m;
+}
+
 }  // namespace internal
+
+std::vector<ServedMethodStats> GetServedMethodStats() {
+  std::vector<ServedMethodStats> out;
+  internal::InstalledRegistry& r = internal::Installed();
+  internal::MutexLock lock(&r.mu);
+  for (const auto& [name, m] : r.methods) {
+    ServedMethodStats s;
+    s.method = name;
+    s.api = m.api;
+    s.installed = m.installed;
+    s.mode = m.meter != nullptr ? m.meter->mode() : m.installed;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
 
 GrpcStats GetGrpcStats() {
   GrpcStats s;
@@ -107,6 +168,8 @@ GrpcStats GetGrpcStats() {
     (m.automatic ? s.auto_methods : s.shadow_methods).push_back(std::move(m));
   }
   s.measuring = GetMeasuringCost();
+  s.methods = GetServedMethodStats();
+  s.sync_parked = internal::ParkedHolders();
   return s;
 }
 
@@ -272,6 +335,22 @@ std::string RenderPrometheusStats() {
         st.live_messages);
   w.One("arenarpc_grpc_stream_live_generations", "gauge",
         "StreamArena generations holding an arena now.", st.live_generations);
+  if (!gs.methods.empty()) {
+    w.Family("arenarpc_grpc_method_mode", "gauge",
+             "1 per served method: its API, installed mode and the mode its "
+             "calls run in now.");
+    for (const ServedMethodStats& m : gs.methods) {
+      w.Sample(
+          "arenarpc_grpc_method_mode",
+          absl::StrCat("method=\"", PrometheusEscape(m.method), "\",api=\"",
+                       std::string(ServerApiName(m.api)), "\",installed=\"",
+                       std::string(AllocationModeName(m.installed)), "\",",
+                       ModeLabel(static_cast<int>(m.mode))),
+          1);
+    }
+  }
+  w.One("arenarpc_grpc_sync_parked_calls", "gauge",
+        "Sync calls parsed and not yet handled (0 at rest).", gs.sync_parked);
   RenderMeasured(w, "auto", gs.auto_methods);
   RenderMeasured(w, "shadow", gs.shadow_methods);
   return out;

@@ -43,8 +43,11 @@ class Orders final : public OrderService::CallbackService {
 int main() {
   Orders service;
   // The one line per service (docs/GRPC.md).
-  if (acme::orders::v1::InstallOrderServiceAllocators(
-          &service, arenarpc::AllocationMode::kArena) != 1) {
+  const arenarpc::InstallResult installed =
+      acme::orders::v1::InstallOrderServiceAllocators(
+          &service, arenarpc::AllocationMode::kArena);
+  if (!installed.ok() || installed.served() != 1) {
+    std::fprintf(stderr, "%s\n", installed.ToString().c_str());
     return 1;
   }
   int port = 0;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "arenarpc/grpc/client.h"
-#include "arenarpc/grpc/server.h"
+#include "arenarpc/grpc/install.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/grpc/stream.h"
 #include "echo_service.h"
@@ -124,18 +124,16 @@ INSTANTIATE_TEST_SUITE_P(Modes, AllocatorTest, testing::AllModes(),
 
 TEST(InstallTest, PluginAndTemplateInstallTheSameAllocator) {
   echo::EchoServiceImpl a;
-  EXPECT_EQ(echo::InstallEchoServiceAllocators(&a, AllocationMode::kArena), 1);
+  EXPECT_EQ(
+      echo::InstallEchoServiceAllocators(&a, AllocationMode::kArena).served(),
+      1);
   echo::EchoServiceImpl b;
   EXPECT_EQ(
       InstallMessageAllocators(
           &b, AllocationMode::kReuse,
-          &echo::EchoService::CallbackService::SetMessageAllocatorFor_Echo),
+          &echo::EchoService::CallbackService::SetMessageAllocatorFor_Echo)
+          .served(),
       1);
-  // A service with the unary method on the sync API: nothing to install.
-  class SyncOnly : public echo::EchoService::Service {};
-  SyncOnly sync;
-  EXPECT_EQ(echo::InstallEchoServiceAllocators(&sync, AllocationMode::kArena),
-            0);
 }
 
 // A destroyed pool leaves the stats registry: nothing reads it afterwards

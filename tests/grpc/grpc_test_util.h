@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "arenarpc/grpc/server.h"
+#include "arenarpc/grpc/install.h"
 #include "arenarpc/grpc/stats.h"
 #include "echo_service.h"
 
@@ -64,17 +64,29 @@ inline uint64_t InFlight(AllocationMode mode) {
 inline uint64_t Calls(AllocationMode mode) { return ModeStats(mode).calls; }
 
 // Echo server on 127.0.0.1, a free port, with `options` (or a mode)
-// installed.
+// installed on the service of `api` (callback: EchoServiceImpl, sync:
+// EchoSyncServiceImpl).
 class EchoServer {
  public:
   explicit EchoServer(const ServerOptions& options,
-                      int max_receive_bytes = 4 << 20) {
-    EXPECT_EQ(echo::InstallEchoServiceAllocators(&service_, options), 1);
+                      int max_receive_bytes = 4 << 20,
+                      ServerApi api = ServerApi::kCallback)
+      : api_(api) {
+    const InstallResult r =
+        api == ServerApi::kSync
+            ? echo::InstallEchoServiceAllocators(&sync_service_, options)
+            : echo::InstallEchoServiceAllocators(&service_, options);
+    EXPECT_TRUE(r.ok()) << r.ToString();
+    EXPECT_EQ(r.served(), 1) << r.ToString();
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                              &port_);
     builder.SetMaxReceiveMessageSize(max_receive_bytes);
-    builder.RegisterService(&service_);
+    if (api == ServerApi::kSync) {
+      builder.RegisterService(&sync_service_);
+    } else {
+      builder.RegisterService(&service_);
+    }
     server_ = builder.BuildAndStart();
     EXPECT_NE(server_, nullptr);
     EXPECT_NE(port_, 0);
@@ -90,6 +102,7 @@ class EchoServer {
     server_.reset();
   }
 
+  ServerApi api() const { return api_; }
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
   std::shared_ptr<grpc::Channel> NewChannel() const {
     grpc::ChannelArguments args;
@@ -101,8 +114,14 @@ class EchoServer {
                                      grpc::InsecureChannelCredentials(), args);
   }
 
+  const echo::EchoSyncServiceImpl& sync_service() const {
+    return sync_service_;
+  }
+
  private:
+  const ServerApi api_;
   echo::EchoServiceImpl service_;
+  echo::EchoSyncServiceImpl sync_service_;
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
 };

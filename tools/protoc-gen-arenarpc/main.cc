@@ -1,14 +1,16 @@
 // protoc-gen-arenarpc: for each service of a .proto, generates
 //
 //   template <class Service>
-//   int Install<Service>Allocators(Service* service, arenarpc::AllocationMode);
+//   arenarpc::InstallResult Install<Service>Allocators(
+//       Service* service, const arenarpc::ServerOptions& options);
 //
 // into <name>.arenarpc.h, next to grpc_cpp_plugin's <name>.grpc.pb.h. The
-// function installs arenarpc's message allocator of the mode on every unary
-// method that `service` implements with the callback API (it checks each
-// SetMessageAllocatorFor_<Method> setter with a requires-expression, so a
-// service mixing sync and callback methods compiles), and returns how many
-// it installed. Streaming methods have no allocator hook in gRPC.
+// function serves every unary method of `service`: a method implemented
+// with the callback API through its SetMessageAllocatorFor_<Method> setter
+// (found with a requires-expression), any other through the sync adapter
+// (arenarpc/grpc/install.h), which serves it if it is sync and says why
+// not otherwise. The result names every method, served or not; streaming
+// methods are listed as not served.
 //
 //   protoc --plugin=protoc-gen-arenarpc=path/to/protoc-gen-arenarpc
 //          --arenarpc_out=OUT_DIR foo.proto      (one command line)
@@ -94,9 +96,10 @@ class Generator final : public google::protobuf::compiler::CodeGenerator {
             "#define $guard$\n"
             "\n"
             "#include <type_traits>\n"
+            "#include <utility>\n"
             "\n"
             "#include \"$grpc_header$\"\n"
-            "#include \"arenarpc/grpc/server.h\"\n"
+            "#include \"arenarpc/grpc/install.h\"\n"
             "\n");
     const std::vector<std::string> ns = Split(file->package(), '.');
     for (const std::string& n : ns) p.Print("namespace $n$ {\n", "n", n);
@@ -104,40 +107,48 @@ class Generator final : public google::protobuf::compiler::CodeGenerator {
     for (int s = 0; s < file->service_count(); ++s) {
       const ServiceDescriptor* service = file->service(s);
       vars["service"] = service->name();
-      p.Print(vars,
-              "// Installs arenarpc's allocator of `options` (or a mode) on "
-              "every unary\n"
-              "// method of $service$ that `service` implements with the "
-              "callback API;\n"
-              "// returns how many. Call before the server starts.\n"
-              "template <class Service>\n"
-              "int Install$service$Allocators(Service* service,\n"
-              "    const ::arenarpc::ServerOptions& options) {\n"
-              "  static_assert(std::is_base_of_v<$service$::Service, "
-              "Service>,\n"
-              "                \"not a $service$ service\");\n"
-              "  int installed = 0;\n");
+      vars["service_full"] = std::string(service->full_name());
+      p.Print(
+          vars,
+          "// Serves every unary method of $service$ that `service`\n"
+          "// implements with the sync or the callback API with arenarpc's\n"
+          "// allocators of `options` (or a mode); the result names each\n"
+          "// method and, for those not served, why. Call before the server\n"
+          "// starts.\n"
+          "template <class Service>\n"
+          "::arenarpc::InstallResult Install$service$Allocators(\n"
+          "    Service* service, const ::arenarpc::ServerOptions& options) {\n"
+          "  static_assert(std::is_base_of_v<$service$::Service, "
+          "Service>,\n"
+          "                \"not a $service$ service\");\n"
+          "  ::arenarpc::InstallResult result(\"$service_full$\");\n");
       for (int m = 0; m < service->method_count(); ++m) {
         const MethodDescriptor* method = service->method(m);
+        std::map<std::string, std::string> mv = vars;
+        mv["method"] = std::string(method->name());
+        // The method's full name labels its stats and capture directory.
+        mv["full"] = std::string(service->full_name()) + "/" +
+                     std::string(method->name());
         if (method->client_streaming() || method->server_streaming()) {
-          p.Print("  // $method$: streaming, no allocator hook in gRPC.\n",
-                  "method", method->name());
+          p.Print(mv,
+                  "  result.Add(::arenarpc::internal::NotServed(\"$full$\", "
+                  "\"streaming: no allocator hook, see StreamArena\",\n"
+                  "      /*unary=*/false));\n");
           continue;
         }
-        // The method's full name labels its stats and capture directory.
-        p.Print(
-            "  if constexpr (requires { "
-            "&Service::SetMessageAllocatorFor_$method$; }) {\n"
-            "    ::arenarpc::internal::InstallOne(service, options, "
-            "\"$full$\",\n"
-            "        &Service::SetMessageAllocatorFor_$method$);\n"
-            "    ++installed;\n"
-            "  }\n",
-            "method", std::string(method->name()), "full",
-            std::string(service->full_name()) + "/" +
-                std::string(method->name()));
+        p.Print(mv,
+                "  if constexpr (requires { "
+                "&Service::SetMessageAllocatorFor_$method$; }) {\n"
+                "    result.Add(::arenarpc::InstallCallbackMethod(service, "
+                "options, \"$full$\",\n"
+                "        &Service::SetMessageAllocatorFor_$method$));\n"
+                "  } else {\n"
+                "    result.Add(::arenarpc::InstallSyncMethod<"
+                "&$service$::Service::$method$>(\n"
+                "        service, options, \"$full$\"));\n"
+                "  }\n");
       }
-      p.Print("  return installed;\n}\n\n");
+      p.Print("  return std::move(result).Finish();\n}\n\n");
     }
     for (auto it = ns.rbegin(); it != ns.rend(); ++it) {
       p.Print("}  // namespace $n$\n", "n", *it);

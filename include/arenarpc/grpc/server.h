@@ -380,6 +380,8 @@ class MeteredMessageAllocator final
       : meter_(std::move(name), options.mode, options.shadow,
                &Req::default_instance(), &Resp::default_instance()) {}
 
+  const internal::MethodMeter& meter() const { return meter_; }
+
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
     AllocationMode mode = meter_.mode();
     if (mode != AllocationMode::kHeap && internal::OverPooledCap()) {
@@ -431,51 +433,6 @@ template <class Req, class Resp>
   }
   static auto* const a = new HeapMessageAllocator<Req, Resp>();
   return a;
-}
-
-namespace internal {
-// `method` names the method in stats ("" : "Req -> Resp").
-template <class Service, class Mixin, class Req, class Resp>
-void InstallOne(Service* service, const ServerOptions& options,
-                std::string_view method,
-                void (Mixin::*setter)(::grpc::MessageAllocator<Req, Resp>*)) {
-  static_assert(std::is_base_of_v<Mixin, Service>,
-                "the setter is not a member of this service");
-  const AllocationMode mode = EffectiveAllocationMode(options.mode);
-  ApplyServerLimits(options);
-  if (options.shadow.sample_one_in <= 0 || ArenasDisabled()) {
-    (service->*setter)(GetMessageAllocator<Req, Resp>(mode));
-    return;
-  }
-  // One metered allocator per (method, mode) for the process: installing
-  // the same service again (a second server, a test) shares its
-  // measurements instead of listing the method twice. Never destroyed.
-  static internal::Mutex mu;
-  static auto* const allocators ABSL_PT_GUARDED_BY(mu) =
-      new std::map<std::pair<std::string, AllocationMode>,
-                   MeteredMessageAllocator<Req, Resp>*>();
-  std::string name =
-      method.empty() ? MessageTypeName<Req>() + " -> " + MessageTypeName<Resp>()
-                     : std::string(method);
-  internal::MutexLock lock(&mu);
-  auto& allocator = (*allocators)[{name, mode}];
-  if (allocator == nullptr) {
-    ServerOptions o = options;
-    o.mode = mode;
-    allocator = new MeteredMessageAllocator<Req, Resp>(std::move(name), o);
-  }
-  (service->*setter)(allocator);
-}
-}  // namespace internal
-
-// Installs the allocator of `options` (or just a mode) on each given
-// generated setter, e.g. &Foo::CallbackService::SetMessageAllocatorFor_Bar.
-// Call before the server starts. Returns the number of methods installed.
-template <class Service, class... Setters>
-int InstallMessageAllocators(Service* service, const ServerOptions& options,
-                             Setters... setters) {
-  (internal::InstallOne(service, options, "", setters), ...);
-  return static_cast<int>(sizeof...(Setters));
 }
 
 }  // namespace arenarpc

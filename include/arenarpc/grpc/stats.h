@@ -18,6 +18,9 @@
 //   arenarpc_page_pool_*, arenarpc_arena_*, arenarpc_message_pool_*,
 //   arenarpc_object_pool_*    PrometheusText() (arenarpc/metrics.h)
 //   arenarpc_grpc_stream_*    StreamArenas: all streams summed
+//   arenarpc_grpc_method_mode  per served method: 1 with labels method,
+//                             api="sync|callback", installed= and mode=
+//                             (the mode its calls run in now)
 //   arenarpc_grpc_*           calls per mode (label mode="heap|arena|reuse";
 //                             kAuto's calls count under the mode they ran in),
 //                             calls in flight, FreeRequest() calls, and the
@@ -43,6 +46,7 @@
 #include <vector>
 
 #include "arenarpc/grpc/allocation_mode.h"
+#include "arenarpc/grpc/install_result.h"
 #include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/message_pool.h"
 #include "arenarpc/metrics.h"  // GetMessagePoolStats, RegisterMessagePoolStats
@@ -109,6 +113,16 @@ struct MeasuringCost {
 };
 MeasuringCost GetMeasuringCost();
 
+// A method an install serves (every API): how it is served and the mode
+// its calls run in now (kAuto: the chooser's pick).
+struct ServedMethodStats {
+  std::string method;  // "pkg.Service/Method", or "pkg.Req -> pkg.Resp"
+  ServerApi api = ServerApi::kSync;
+  AllocationMode installed = AllocationMode::kArena;  // kill switch applied
+  AllocationMode mode = AllocationMode::kArena;       // calls run in it now
+};
+std::vector<ServedMethodStats> GetServedMethodStats();
+
 struct GrpcStats {
   std::array<GrpcModeStats, kNumAllocationModes> modes;  // by AllocationMode
   // kReuse: summed over the shared pools gRPC allocators use.
@@ -121,6 +135,9 @@ struct GrpcStats {
   uint64_t over_cap_heap_calls = 0;
   uint64_t over_cap_trims = 0;
   uint64_t idle_trims = 0;  // ServerOptions::idle_trim: trims done
+  std::vector<ServedMethodStats> methods;  // every served method
+  // Sync methods' calls between parsing and their handler now (0 at rest).
+  uint64_t sync_parked = 0;
   std::vector<MeasuredMethodStats> auto_methods;    // kAuto's choices
   std::vector<MeasuredMethodStats> shadow_methods;  // shadow measurement
   MeasuringCost measuring;

@@ -1,0 +1,81 @@
+#include "arenarpc/grpc/install_result.h"
+
+#include <grpc/support/log.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace arenarpc {
+
+std::string_view ServerApiName(ServerApi api) {
+  return api == ServerApi::kSync ? "sync" : "callback";
+}
+
+void InstallResult::Merge(const InstallResult& other) {
+  if (service_.empty()) {
+    service_ = other.service_;
+  } else if (!other.service_.empty()) {
+    absl::StrAppend(&service_, ", ", other.service_);
+  }
+  methods_.insert(methods_.end(), other.methods_.begin(),
+                  other.methods_.end());
+}
+
+int InstallResult::unary_methods() const {
+  int n = 0;
+  for (const MethodInstall& m : methods_) n += m.unary ? 1 : 0;
+  return n;
+}
+
+int InstallResult::served() const {
+  int n = 0;
+  for (const MethodInstall& m : methods_) n += m.served ? 1 : 0;
+  return n;
+}
+
+std::vector<MethodInstall> InstallResult::not_served() const {
+  std::vector<MethodInstall> out;
+  for (const MethodInstall& m : methods_) {
+    if (!m.served) out.push_back(m);
+  }
+  return out;
+}
+
+std::string InstallResult::ToString() const {
+  std::string out = absl::StrCat(service_.empty() ? "arenarpc" : service_,
+                                 ": ", served(), " of ", unary_methods(),
+                                 " unary methods served");
+  std::string served_list;
+  std::string skipped_list;
+  for (const MethodInstall& m : methods_) {
+    std::string& list = m.served ? served_list : skipped_list;
+    if (!list.empty()) list += "; ";
+    if (m.served) {
+      absl::StrAppend(&list, m.method, ": ",
+                      std::string(ServerApiName(m.api)), ", ",
+                      std::string(AllocationModeName(m.mode)));
+    } else {
+      absl::StrAppend(&list, m.method, " (", m.reason, ")");
+    }
+  }
+  if (!served_list.empty()) absl::StrAppend(&out, " (", served_list, ")");
+  if (!skipped_list.empty()) absl::StrAppend(&out, "; not served: ", skipped_list);
+  return out;
+}
+
+absl::Status InstallResult::status() const {
+  if (unary_methods() == 0 || served() > 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(ToString());
+}
+
+InstallResult&& InstallResult::Finish() && {
+  if (!ok()) {
+    gpr_log(GPR_ERROR, "arenarpc: nothing installed: %s", ToString().c_str());
+  }
+  return std::move(*this);
+}
+
+}  // namespace arenarpc
