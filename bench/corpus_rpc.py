@@ -6,6 +6,7 @@ payloads), `arenarpc_corpus_server` runs in each configuration:
   plain            no allocator installed (what gRPC users have today), glibc
   plain+mimalloc   the same with mimalloc preloaded (the zero-code alternative)
   plain+tcmalloc   the same with tcmalloc preloaded
+  plain+jemalloc   the same with jemalloc preloaded
   heap, arena, reuse, auto   arenarpc's modes (glibc)
 driven by ghz at a fixed rate (pinned to the other core) with the service's
 typical request. Recorded per run: server CPU per call (utime+stime from
@@ -16,6 +17,7 @@ same round set.
 
   bench/corpus_rpc.py --rounds 3 --out docs/raw/corpus_rpc     # full
   bench/corpus_rpc.py --smoke                                     # tests
+  bench/corpus_rpc.py --api sync ...     # the same services on gRPC's sync API
 """
 import argparse
 import json
@@ -31,11 +33,11 @@ import rpc_bench  # noqa: E402  (Server, cpu_seconds, pin, percentile, ...)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROTOS = os.path.join(ROOT, "bench", "corpus", "protos")
-LIBDIR = "/usr/lib/x86_64-linux-gnu"
 CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     "plain": ("none", None, []),
-    "plain+mimalloc": ("none", "libmimalloc.so.2", []),
-    "plain+tcmalloc": ("none", "libtcmalloc.so.4", []),
+    "plain+mimalloc": ("none", rpc_bench.PRELOADS["mimalloc"], []),
+    "plain+tcmalloc": ("none", rpc_bench.PRELOADS["tcmalloc"], []),
+    "plain+jemalloc": ("none", rpc_bench.PRELOADS["jemalloc"], []),
     "heap": ("heap", None, []),
     "arena": ("arena", None, []),
     "reuse": ("reuse", None, []),
@@ -80,16 +82,8 @@ def rate_for(size):
 def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     mode, preload, extra = CONFIGS[config]
     server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
-    env_before = os.environ.get("LD_PRELOAD")
-    if preload:
-        os.environ["LD_PRELOAD"] = os.path.join(LIBDIR, preload)
-    try:
-        server = rpc_bench.Server(args.server, mode, server_core, extra)
-    finally:
-        if env_before is None:
-            os.environ.pop("LD_PRELOAD", None)
-        else:
-            os.environ["LD_PRELOAD"] = env_before
+    server = rpc_bench.start_server(args.server, mode, server_core, extra + [f"--api={args.api}"],
+                                    preload)
     call = svc["method"].lstrip("/").replace("/", ".")
     warmup = max(args.warmup, 300.0 / rps) if config == "auto" else args.warmup
 
@@ -180,7 +174,51 @@ def table(results, configs):
         lines.append(f"| {n} | " + " | ".join(
             f"{by[(n, c)]['peak_rss_mib']:.0f}" if (n, c) in by else "" for c in configs) + " | " +
             " | ".join(f"{by[(n, c)]['p99_ms']:.2f}" if (n, c) in by else "" for c in configs) + " |")
+    # Every configuration against plain gRPC on the same API (ratios of the
+    # medians), and auto against the best preloaded malloc.
+    pre = [c for c in configs if c.startswith("plain+")]
+    others = [c for c in configs if c != "plain"]
+    lines += ["", "| service | " + " | ".join(f"{c} CPU / plain" for c in others) +
+              (" | auto / best preloaded |" if pre and "auto" in configs else " |") +
+              " max peak RSS / plain |",
+              "|---|" + "---:|" * (len(others) + (2 if pre and "auto" in configs else 1))]
+    for n in names:
+        if (n, "plain") not in by:
+            continue
+        base = by[(n, "plain")]
+        row = [f"{by[(n, c)]['cpu_us_per_call'] / base['cpu_us_per_call']:.2f}" if (n, c) in by else ""
+               for c in others]
+        if pre and "auto" in configs and (n, "auto") in by:
+            best_pre = min(by[(n, c)]["cpu_us_per_call"] for c in pre if (n, c) in by)
+            row.append(f"{by[(n, 'auto')]['cpu_us_per_call'] / best_pre:.2f}")
+        rss = max(by[(n, c)]["peak_rss_mib"] for c in others if (n, c) in by) / base["peak_rss_mib"]
+        row.append(f"{rss:.2f}")
+        lines.append(f"| {n} | " + " | ".join(row) + " |")
     return "\n".join(lines)
+
+
+def plot(results, configs, path, title):
+    """CPU per call of each configuration / plain, per service (bars)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    by = {(r["service"], r["config"]): r for r in results}
+    names = [n for n in dict.fromkeys(r["service"] for r in results) if (n, "plain") in by]
+    others = [c for c in configs if c != "plain"]
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(names)), 4))
+    width = 0.8 / max(len(others), 1)
+    for i, c in enumerate(others):
+        ys = [by[(n, c)]["cpu_us_per_call"] / by[(n, "plain")]["cpu_us_per_call"] if (n, c) in by else 0
+              for n in names]
+        ax.bar([x + i * width for x in range(len(names))], ys, width, label=c)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(names))])
+    ax.set_xticklabels(names, rotation=20)
+    ax.set_ylabel("server CPU per call / plain gRPC")
+    ax.set_title(title)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def main():
@@ -190,6 +228,9 @@ def main():
     p.add_argument("--services", default="", help="comma-separated (default: all)")
     p.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
                    help="any of " + ",".join(CONFIGS))
+    p.add_argument("--api", default="callback", choices=["callback", "sync"],
+                   help="server API of the services (the baseline is plain gRPC on the same API)")
+    p.add_argument("--plot", default="", help="write a PNG of the CPU ratios here")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--duration", type=float, default=8)
     p.add_argument("--warmup", type=float, default=3)
@@ -224,6 +265,9 @@ def main():
     text = table(results, configs)
     with open(os.path.join(args.out, "corpus_rpc.md"), "w") as f:
         f.write(text + "\n")
+    if args.plot:
+        plot(results, configs, args.plot,
+             f"Corpus through gRPC's {args.api} API: CPU per call vs plain (medians)")
     print(text)
     bad = [r for r in results if r["errors"] or r["server_exit_code"] or r["requests"] == 0]
     for r in bad:

@@ -152,9 +152,32 @@ def combine(rounds):
     return out
 
 
+# The zero-code alternatives: plain gRPC with a better malloc preloaded
+# (Debian's libraries), as "plain+<name>" modes.
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+PRELOADS = {"mimalloc": "libmimalloc.so.2", "tcmalloc": "libtcmalloc.so.4",
+            "jemalloc": "libjemalloc.so.2"}
+
+
+def start_server(binary, mode, core, extra, preload=None):
+    """Server with LD_PRELOAD=`preload` (a PRELOADS value) for it alone."""
+    env_before = os.environ.get("LD_PRELOAD")
+    if preload:
+        os.environ["LD_PRELOAD"] = os.path.join(LIBDIR, preload)
+    try:
+        return Server(binary, mode, core, extra)
+    finally:
+        if env_before is None:
+            os.environ.pop("LD_PRELOAD", None)
+        else:
+            os.environ["LD_PRELOAD"] = env_before
+
+
 def run_mode(mode, args, ghz, payload, outdir, tag):
     server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
-    server = Server(args.server, "none" if mode == "plain" else mode, server_core, args.server_args)
+    preload = PRELOADS[mode.split("+", 1)[1]] if mode.startswith("plain+") else None
+    server = start_server(args.server, "none" if mode.startswith("plain") else mode, server_core,
+                          args.server_args, preload)
     try:
         warm = os.path.join(tempfile.gettempdir(), f"arenarpc_ghz_{os.getpid()}_warmup.json")
         subprocess.run(pin(load_core, ghz_cmd(ghz, server.port, payload, args.rps, args.warmup, args, warm)),
@@ -278,6 +301,7 @@ def main():
     ap.add_argument("--server", help="arenarpc_echo_server binary")
     ap.add_argument("--payload_tool", help="arenarpc_echo_payload binary")
     ap.add_argument("--modes", default="plain,heap,arena,reuse,auto",
+                    # also plain+mimalloc, plain+tcmalloc, plain+jemalloc
                     help="plain = no allocator installed (the baseline ratios are quoted against)")
     ap.add_argument("--rps", type=int, default=60,
                     help="fixed request rate; 60 keeps the heap server near 25%% of its core here")
@@ -334,7 +358,8 @@ def main():
     header = (f"Echo of a {size} B request (scale {args.scale}), {args.rps} req/s, {args.rounds} rounds x "
               f"{args.duration} s per mode (modes interleaved, each after {args.warmup} s warm-up), "
               f"ghz --async, {args.connections} connections; server and ghz pinned to different "
-              f"cores. Figures are medians over rounds (peak RSS: max); ratios are vs the first mode (plain: no allocator installed).")
+              f"cores. Figures are medians over rounds (peak RSS: max); ratios are vs the first mode (plain: no allocator installed)."
+              + (f" Server flags: {' '.join(args.server_args)}." if args.server_args else ""))
     text = header + "\n\n" + table(results) + "\n"
     print(text)
     with open(os.path.join(outdir, "rpc_results.json"), "w") as f:

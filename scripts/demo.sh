@@ -2,7 +2,9 @@
 # The main job, briefly: (1) the babylon RPC experiment on gRPC: the echo
 # server driven by ghz at a fixed rate with no allocator (plain gRPC) and in
 # each allocation mode (heap, arena, reuse, auto), table printed, plots in
-# out/rpc/; (2) the corpus of real third-party services in-process, every
+# out/rpc/; then the same on gRPC's sync API (the echo service as a
+# Svc::Service), against plain sync gRPC and plain sync with mimalloc,
+# tcmalloc and jemalloc preloaded, in out/rpc_sync/; (2) the corpus of real third-party services in-process, every
 # mode against plain parsing under glibc, tcmalloc and mimalloc (table in
 # out/corpus/inprocess.md). About 10 minutes on 2 cores from a clean tree (estimate: echo ~2 min, corpus build and quick run the rest).
 # The full corpus run through gRPC: /usr/bin/python3 bench/corpus.py.
@@ -22,6 +24,10 @@ cmake --build build/release -j "$(nproc)" \
 args=(--build build/release)
 if [[ " $* " != *" --full "* ]]; then args+=(--duration=12 --warmup=3 --rounds=2); fi
 /usr/bin/python3 bench/rpc_bench.py "${args[@]}" "$@"
+sync_out=(--out out/rpc_sync)
+if [[ " $* " == *" --full "* ]]; then sync_out=(--out docs/rpc_sync); fi
+/usr/bin/python3 bench/rpc_bench.py "${args[@]}" "${sync_out[@]}" --server_args=--api=sync \
+  --modes=plain,plain+mimalloc,plain+tcmalloc,plain+jemalloc,heap,arena,reuse,auto "$@"
 if [[ " $* " != *" --full "* ]]; then
   /usr/bin/python3 bench/corpus.py --quick --skip-rpc --out out/corpus --docs out/corpus
 fi

@@ -1,5 +1,6 @@
 // arenarpc_corpus_server: every corpus service (README.md) in one gRPC
-// callback-API server, with a start-up allocation mode.
+// server, on the callback API or (--api=sync) the sync API, with a start-up
+// allocation mode.
 //
 //   arenarpc_corpus_server --port=0 --mode=arena   # "listening on 127.0.0.1:N"
 //   arenarpc_corpus_payload --service=pubsub_publish --count=1 --out=/tmp/p
@@ -30,11 +31,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "arenarpc/grpc/server.h"
+#include "arenarpc/grpc/install.h"
 #include "arenarpc/grpc/stats.h"
 #include "corpus.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.arenarpc.h"
@@ -51,6 +53,8 @@ ABSL_FLAG(std::string, host, "127.0.0.1", "address to listen on");
 ABSL_FLAG(int, port, 50051, "port to listen on; 0 picks a free port");
 ABSL_FLAG(std::string, mode, "arena",
           "none (no allocator: plain gRPC), heap, arena, reuse or auto");
+ABSL_FLAG(std::string, api, "callback",
+          "server API of the services: callback or sync (Svc::Service)");
 ABSL_FLAG(int, max_receive_bytes, 16 << 20,
           "largest request accepted (the corpus's largest is ~4 MB)");
 ABSL_FLAG(int, shadow_sample_one_in, 0,
@@ -192,6 +196,63 @@ class CortexImpl final : public ::distributor::Distributor::CallbackService {
   const corpus::Service& service_ = Find("cortex_push");
 };
 
+// The same services on the sync API (Svc::Service, gRPC's thread pool), as
+// gRPC's own examples write them: --api=sync.
+grpc::Status HandleSync(const corpus::Service& service,
+                        const google::protobuf::Message& request,
+                        google::protobuf::Message* response) {
+  walk_sink += service.walk(request);
+  service.respond(request, response);
+  return grpc::Status::OK;
+}
+
+// A final sync service overriding one method; NAME is the corpus service.
+#define ARENARPC_CORPUS_SYNC_IMPL(Impl, Svc, Method, Req, Resp, NAME) \
+  class Impl final : public Svc::Service {                            \
+    grpc::Status Method(grpc::ServerContext*, const Req* request,     \
+                        Resp* response) override {                    \
+      return HandleSync(service_, *request, response);                \
+    }                                                                 \
+    const corpus::Service& service_ = Find(NAME);                     \
+  }
+
+ARENARPC_CORPUS_SYNC_IMPL(HealthSync, ::grpc::health::v1::Health, Check,
+                          ::grpc::health::v1::HealthCheckRequest,
+                          ::grpc::health::v1::HealthCheckResponse, "health");
+ARENARPC_CORPUS_SYNC_IMPL(OtlpTraceSync,
+                          otlp_collector::trace::v1::TraceService, Export,
+                          otlp_collector::trace::v1::ExportTraceServiceRequest,
+                          otlp_collector::trace::v1::ExportTraceServiceResponse,
+                          "otlp_trace");
+ARENARPC_CORPUS_SYNC_IMPL(
+    OtlpMetricsSync, otlp_collector::metrics::v1::MetricsService, Export,
+    otlp_collector::metrics::v1::ExportMetricsServiceRequest,
+    otlp_collector::metrics::v1::ExportMetricsServiceResponse, "otlp_metrics");
+ARENARPC_CORPUS_SYNC_IMPL(OtlpLogsSync, otlp_collector::logs::v1::LogsService,
+                          Export,
+                          otlp_collector::logs::v1::ExportLogsServiceRequest,
+                          otlp_collector::logs::v1::ExportLogsServiceResponse,
+                          "otlp_logs");
+ARENARPC_CORPUS_SYNC_IMPL(PublisherSync, ::google::pubsub::v1::Publisher,
+                          Publish, ::google::pubsub::v1::PublishRequest,
+                          ::google::pubsub::v1::PublishResponse,
+                          "pubsub_publish");
+ARENARPC_CORPUS_SYNC_IMPL(LoggingSync, ::google::logging::v2::LoggingServiceV2,
+                          WriteLogEntries,
+                          ::google::logging::v2::WriteLogEntriesRequest,
+                          ::google::logging::v2::WriteLogEntriesResponse,
+                          "logging_write");
+ARENARPC_CORPUS_SYNC_IMPL(KvSync, ::etcdserverpb::KV, Txn,
+                          ::etcdserverpb::TxnRequest,
+                          ::etcdserverpb::TxnResponse, "etcd_txn");
+ARENARPC_CORPUS_SYNC_IMPL(HoraedbSync, ::storage::StorageService, Write,
+                          ::storage::WriteRequest, ::storage::WriteResponse,
+                          "horaedb_write");
+ARENARPC_CORPUS_SYNC_IMPL(CortexSync, ::distributor::Distributor, Push,
+                          ::cortexpb::WriteRequest, ::cortexpb::WriteResponse,
+                          "cortex_push");
+#undef ARENARPC_CORPUS_SYNC_IMPL
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -217,6 +278,12 @@ int main(int argc, char** argv) {
     mode = *parsed;
   }
 
+  // Every service on one API; the install names each method it served.
+  const std::string api = absl::GetFlag(FLAGS_api);
+  if (api != "callback" && api != "sync") {
+    std::fprintf(stderr, "--api: callback or sync, not %s\n", api.c_str());
+    return 2;
+  }
   HealthImpl health;
   OtlpTraceImpl otlp_trace;
   OtlpMetricsImpl otlp_metrics;
@@ -226,6 +293,45 @@ int main(int argc, char** argv) {
   KvImpl kv;
   HoraedbImpl horaedb;
   CortexImpl cortex;
+  HealthSync health_sync;
+  OtlpTraceSync otlp_trace_sync;
+  OtlpMetricsSync otlp_metrics_sync;
+  OtlpLogsSync otlp_logs_sync;
+  PublisherSync publisher_sync;
+  LoggingSync logging_sync;
+  KvSync kv_sync;
+  HoraedbSync horaedb_sync;
+  CortexSync cortex_sync;
+  // Installs on one API's services; generic over the two sets.
+  auto install = [](const arenarpc::ServerOptions& options, auto& health,
+                    auto& trace, auto& metrics, auto& logs, auto& publisher,
+                    auto& logging, auto& kv, auto& horaedb, auto& cortex) {
+    arenarpc::InstallResult r;
+    r.Merge(::grpc::health::v1::InstallHealthAllocators(&health, options));
+    r.Merge(otlp_collector::trace::v1::InstallTraceServiceAllocators(&trace,
+                                                                     options));
+    r.Merge(otlp_collector::metrics::v1::InstallMetricsServiceAllocators(
+        &metrics, options));
+    r.Merge(
+        otlp_collector::logs::v1::InstallLogsServiceAllocators(&logs, options));
+    r.Merge(
+        ::google::pubsub::v1::InstallPublisherAllocators(&publisher, options));
+    r.Merge(::google::logging::v2::InstallLoggingServiceV2Allocators(&logging,
+                                                                     options));
+    r.Merge(::etcdserverpb::InstallKVAllocators(&kv, options));
+    r.Merge(::storage::InstallStorageServiceAllocators(&horaedb, options));
+    r.Merge(::distributor::InstallDistributorAllocators(&cortex, options));
+    return r;
+  };
+  std::vector<grpc::Service*> services;
+  if (api == "sync") {
+    services = {&health_sync,    &otlp_trace_sync, &otlp_metrics_sync,
+                &otlp_logs_sync, &publisher_sync,  &logging_sync,
+                &kv_sync,        &horaedb_sync,    &cortex_sync};
+  } else {
+    services = {&health,  &otlp_trace, &otlp_metrics, &otlp_logs, &publisher,
+                &logging, &kv,         &horaedb,      &cortex};
+  }
   arenarpc::InstallResult installed;
   if (mode.has_value()) {
     arenarpc::ServerOptions options(*mode);
@@ -234,24 +340,17 @@ int main(int argc, char** argv) {
     options.shadow.capture_dir = absl::GetFlag(FLAGS_capture_dir);
     options.shadow.capture_max_files = absl::GetFlag(FLAGS_capture_max_files);
     options.shadow.capture_max_bytes = absl::GetFlag(FLAGS_capture_max_bytes);
-    installed.Merge(
-        ::grpc::health::v1::InstallHealthAllocators(&health, options));
-    installed.Merge(otlp_collector::trace::v1::InstallTraceServiceAllocators(
-        &otlp_trace, options));
-    installed.Merge(
-        otlp_collector::metrics::v1::InstallMetricsServiceAllocators(
-            &otlp_metrics, options));
-    installed.Merge(otlp_collector::logs::v1::InstallLogsServiceAllocators(
-        &otlp_logs, options));
-    installed.Merge(
-        ::google::pubsub::v1::InstallPublisherAllocators(&publisher, options));
-    installed.Merge(::google::logging::v2::InstallLoggingServiceV2Allocators(
-        &logging, options));
-    installed.Merge(::etcdserverpb::InstallKVAllocators(&kv, options));
-    installed.Merge(
-        ::storage::InstallStorageServiceAllocators(&horaedb, options));
-    installed.Merge(
-        ::distributor::InstallDistributorAllocators(&cortex, options));
+    installed =
+        api == "sync"
+            ? install(options, health_sync, otlp_trace_sync, otlp_metrics_sync,
+                      otlp_logs_sync, publisher_sync, logging_sync, kv_sync,
+                      horaedb_sync, cortex_sync)
+            : install(options, health, otlp_trace, otlp_metrics, otlp_logs,
+                      publisher, logging, kv, horaedb, cortex);
+    if (!installed.ok() || installed.served() != installed.unary_methods()) {
+      std::fprintf(stderr, "install: %s\n", installed.ToString().c_str());
+      return 1;
+    }
   }
 
   grpc::ServerBuilder builder;
@@ -260,11 +359,7 @@ int main(int argc, char** argv) {
   builder.AddListeningPort(absl::StrCat(host, ":", absl::GetFlag(FLAGS_port)),
                            grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_bytes));
-  for (grpc::Service* s : std::initializer_list<grpc::Service*>{
-           &health, &otlp_trace, &otlp_metrics, &otlp_logs, &publisher,
-           &logging, &kv, &horaedb, &cortex}) {
-    builder.RegisterService(s);
-  }
+  for (grpc::Service* s : services) builder.RegisterService(s);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     std::fprintf(stderr, "cannot listen on %s:%d\n", host.c_str(),
@@ -272,14 +367,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (mode.has_value()) {
-    std::fprintf(stderr, "mode %s (effective %s), allocators on %d methods\n",
-                 std::string(arenarpc::AllocationModeName(*mode)).c_str(),
-                 std::string(arenarpc::AllocationModeName(
-                                 arenarpc::EffectiveAllocationMode(*mode)))
-                     .c_str(),
-                 installed);
+    std::fprintf(
+        stderr, "api %s, mode %s (effective %s), allocators on %d methods\n",
+        api.c_str(), std::string(arenarpc::AllocationModeName(*mode)).c_str(),
+        std::string(arenarpc::AllocationModeName(
+                        arenarpc::EffectiveAllocationMode(*mode)))
+            .c_str(),
+        installed.served());
   } else {
-    std::fprintf(stderr, "mode none (plain gRPC, no allocator)\n");
+    std::fprintf(stderr, "api %s, mode none (plain gRPC, no allocator)\n",
+                 api.c_str());
   }
   std::printf("listening on %s:%d\n", host.c_str(), port);
   std::fflush(stdout);

@@ -20,8 +20,7 @@ void InstallResult::Merge(const InstallResult& other) {
   } else if (!other.service_.empty()) {
     absl::StrAppend(&service_, ", ", other.service_);
   }
-  methods_.insert(methods_.end(), other.methods_.begin(),
-                  other.methods_.end());
+  methods_.insert(methods_.end(), other.methods_.begin(), other.methods_.end());
 }
 
 int InstallResult::unary_methods() const {
@@ -45,24 +44,24 @@ std::vector<MethodInstall> InstallResult::not_served() const {
 }
 
 std::string InstallResult::ToString() const {
-  std::string out = absl::StrCat(service_.empty() ? "arenarpc" : service_,
-                                 ": ", served(), " of ", unary_methods(),
-                                 " unary methods served");
+  std::string out =
+      absl::StrCat(service_.empty() ? "arenarpc" : service_, ": ", served(),
+                   " of ", unary_methods(), " unary methods served");
   std::string served_list;
   std::string skipped_list;
   for (const MethodInstall& m : methods_) {
     std::string& list = m.served ? served_list : skipped_list;
     if (!list.empty()) list += "; ";
     if (m.served) {
-      absl::StrAppend(&list, m.method, ": ",
-                      std::string(ServerApiName(m.api)), ", ",
-                      std::string(AllocationModeName(m.mode)));
+      absl::StrAppend(&list, m.method, ": ", std::string(ServerApiName(m.api)),
+                      ", ", std::string(AllocationModeName(m.mode)));
     } else {
       absl::StrAppend(&list, m.method, " (", m.reason, ")");
     }
   }
   if (!served_list.empty()) absl::StrAppend(&out, " (", served_list, ")");
-  if (!skipped_list.empty()) absl::StrAppend(&out, "; not served: ", skipped_list);
+  if (!skipped_list.empty())
+    absl::StrAppend(&out, "; not served: ", skipped_list);
   return out;
 }
 

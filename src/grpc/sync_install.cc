@@ -18,7 +18,8 @@
 namespace arenarpc::internal {
 namespace {
 
-using Methods = std::vector<std::unique_ptr<::grpc::internal::RpcServiceMethod>>;
+using Methods =
+    std::vector<std::unique_ptr<::grpc::internal::RpcServiceMethod>>;
 
 // grpc::Service keeps its methods in a private vector that only the server
 // reads. Naming a private member in an explicit instantiation is allowed
@@ -34,12 +35,13 @@ struct ServiceMethodsAccess {
 template struct ServiceMethodsAccess<&::grpc::Service::methods_>;
 
 static_assert(
-    std::is_same_v<decltype(std::declval<::grpc::internal::RpcServiceMethod&>()
-                                .handler()),
-                   ::grpc::internal::MethodHandler*> &&
-        std::is_same_v<decltype(std::declval<::grpc::internal::RpcServiceMethod&>()
-                                    .api_type()),
-                       ::grpc::internal::RpcServiceMethod::ApiType>,
+    std::is_same_v<
+        decltype(std::declval<::grpc::internal::RpcServiceMethod&>().handler()),
+        ::grpc::internal::MethodHandler*> &&
+        std::is_same_v<
+            decltype(std::declval<::grpc::internal::RpcServiceMethod&>()
+                         .api_type()),
+            ::grpc::internal::RpcServiceMethod::ApiType>,
     "arenarpc's sync adapter: this gRPC's RpcServiceMethod differs from "
     "gRPC 1.51's (handler(), api_type())");
 static_assert(

@@ -31,9 +31,12 @@ TEST(KillSwitchTest, EnvironmentTurnsEveryModeIntoHeap) {
   }
 }
 
-TEST(KillSwitchTest, ArenaServerServesFromTheHeap) {
+class KillSwitchApiTest : public ::testing::TestWithParam<ServerApi> {};
+
+// On either API, an arena install serves from the heap.
+TEST_P(KillSwitchApiTest, ArenaServerServesFromTheHeap) {
   const uint64_t heap_calls = testing::Calls(AllocationMode::kHeap);
-  testing::EchoServer server(AllocationMode::kArena);
+  testing::EchoServer server(AllocationMode::kArena, 4 << 20, GetParam());
   auto stub = echo::EchoService::NewStub(server.NewChannel());
   for (uint32_t i = 0; i < 5; ++i) {
     grpc::ClientContext context;
@@ -47,6 +50,13 @@ TEST(KillSwitchTest, ArenaServerServesFromTheHeap) {
       [&] { return testing::Calls(AllocationMode::kHeap) == heap_calls + 5; }));
   EXPECT_EQ(testing::Calls(AllocationMode::kArena), 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Apis, KillSwitchApiTest,
+                         ::testing::Values(ServerApi::kCallback,
+                                           ServerApi::kSync),
+                         [](const auto& info) {
+                           return std::string(ServerApiName(info.param));
+                         });
 
 }  // namespace
 }  // namespace arenarpc

@@ -3,8 +3,8 @@
 // errors and exceptions, with the messages all returned. The per-mode bad
 // input and faults (malformed, oversize, cancel, deadline, shutdown) are in
 // grpc_e2e_test.cc, which runs every test on both APIs.
-#include <grpcpp/generic/generic_stub.h>
 #include <grpc/support/log.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -61,14 +61,12 @@ TEST(SyncInstallTest, AFinalSyncServiceIsServed) {
 
 TEST(SyncInstallTest, InstallingTwiceReplacesTheFirstInstall) {
   echo::EchoSyncServiceImpl service;
-  EXPECT_EQ(
-      echo::InstallEchoServiceAllocators(&service, AllocationMode::kArena)
-          .served(),
-      1);
-  EXPECT_EQ(
-      echo::InstallEchoServiceAllocators(&service, AllocationMode::kReuse)
-          .served(),
-      1);
+  EXPECT_EQ(echo::InstallEchoServiceAllocators(&service, AllocationMode::kArena)
+                .served(),
+            1);
+  EXPECT_EQ(echo::InstallEchoServiceAllocators(&service, AllocationMode::kReuse)
+                .served(),
+            1);
 }
 
 // Each kind of method an install cannot serve: a failed result naming it
@@ -138,11 +136,45 @@ TEST(SyncInstallTest, StatsShowEachMethodsApiAndMode) {
             std::string::npos);
 }
 
+// Shadow measurement and auto measure sync methods as callback ones.
+TEST(SyncMeasuringTest, ShadowAndAutoMeasureSyncCalls) {
+  ServerOptions shadowed(AllocationMode::kArena);
+  shadowed.shadow.sample_one_in = 1;
+  shadowed.shadow.max_cpu_share = 1.0;
+  EchoServer shadow_server(shadowed, 4 << 20, ServerApi::kSync);
+  EchoServer auto_server(AllocationMode::kAuto, 4 << 20, ServerApi::kSync);
+  auto measured = [](bool automatic) {
+    for (const MeasuredMethodStats& m : GetMeasuredMethodStats()) {
+      if (m.automatic == automatic && m.samples > 0) return true;
+    }
+    return false;
+  };
+  for (EchoServer* server : {&shadow_server, &auto_server}) {
+    auto stub = EchoService::NewStub(server->NewChannel());
+    // Keep calling until a sample was measured (the measuring thread runs
+    // at nice 19 and may drop samples on a busy machine).
+    const bool automatic = server == &auto_server;
+    ASSERT_TRUE(WaitFor([&] {
+      grpc::ClientContext context;
+      EchoRequest request;
+      echo::BuildEchoRequest(5, 1, &request);
+      EchoResponse response;
+      EXPECT_TRUE(stub->Echo(&context, request, &response).ok());
+      return measured(automatic);
+    }));
+  }
+  bool listed = false;
+  for (const MeasuredMethodStats& m : GetGrpcStats().shadow_methods) {
+    listed |= m.method == kEcho && m.mode == AllocationMode::kArena;
+  }
+  EXPECT_TRUE(listed);
+}
+
 class SyncContextTest : public ::testing::TestWithParam<AllocationMode> {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<EchoServer>(GetParam(), 4 << 20,
-                                           ServerApi::kSync);
+    server_ =
+        std::make_unique<EchoServer>(GetParam(), 4 << 20, ServerApi::kSync);
     stub_ = EchoService::NewStub(server_->NewChannel());
   }
   void TearDown() override {
@@ -227,7 +259,8 @@ TEST_P(SyncContextTest, DeadlinePassingInsideABlockingHandler) {
   grpc::Status s = stub_->Echo(&context, request, &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   // The blocked handler saw the call end and returned.
-  EXPECT_TRUE(WaitFor([&] { return server_->sync_service().cancelled_seen() >= 1; }));
+  EXPECT_TRUE(
+      WaitFor([&] { return server_->sync_service().cancelled_seen() >= 1; }));
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SyncContextTest, testing::AllModes(),
@@ -258,9 +291,9 @@ TEST(SyncFaultTest, AThrowingHandlerIsUnknownAndReturnsTheMessages) {
     int port = 0;
     std::unique_ptr<grpc::Server> server = StartServer(&service, &port);
     ASSERT_NE(server, nullptr);
-    auto stub = EchoService::NewStub(grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(port),
-        grpc::InsecureChannelCredentials()));
+    auto stub = EchoService::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                            grpc::InsecureChannelCredentials()));
     const uint64_t calls = testing::Calls(mode);
     grpc::ClientContext context;
     EchoRequest request;
@@ -289,9 +322,9 @@ TEST(SyncFaultTest, MalformedBytesGetPlainGrpcsStatus) {
     int port = 0;
     std::unique_ptr<grpc::Server> server = StartServer(&service, &port);
     ASSERT_NE(server, nullptr);
-    grpc::GenericStub generic(grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(port),
-        grpc::InsecureChannelCredentials()));
+    grpc::GenericStub generic(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                            grpc::InsecureChannelCredentials()));
     grpc::Slice slice(std::string("\x0a\x64\x61\x62\x63", 5));
     grpc::ByteBuffer request(&slice, 1);
     grpc::ByteBuffer response;
@@ -308,7 +341,8 @@ TEST(SyncFaultTest, MalformedBytesGetPlainGrpcsStatus) {
                         cv.notify_all();
                       });
     std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return done; }));
+    ASSERT_TRUE(
+        cv.wait_for(lock, std::chrono::seconds(60), [&] { return done; }));
     lock.unlock();
     server->Shutdown();
   }

@@ -103,10 +103,10 @@ MethodInstall InstallCallbackMethod(
     void (Mixin::*setter)(::grpc::MessageAllocator<Req, Resp>*)) {
   static_assert(std::is_base_of_v<Mixin, Service>,
                 "the setter is not a member of this service");
-  const std::string name =
-      method.empty() ? internal::MessageTypeName<Req>() + " -> " +
-                           internal::MessageTypeName<Resp>()
-                     : std::string(method);
+  const std::string name = method.empty()
+                               ? internal::MessageTypeName<Req>() + " -> " +
+                                     internal::MessageTypeName<Resp>()
+                               : std::string(method);
   auto [allocator, meter] = internal::AllocatorFor<Req, Resp>(options, name);
   (service->*setter)(allocator);
   return internal::Served(name, ServerApi::kCallback,

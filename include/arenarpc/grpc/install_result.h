@@ -39,17 +39,19 @@ std::string_view ServerApiName(ServerApi api);  // "sync", "callback"
 // One unary method of an install.
 struct MethodInstall {
   std::string method;  // "pkg.Service/Method"
-  bool unary = true;    // false: a streaming method (never served here)
+  bool unary = true;   // false: a streaming method (never served here)
   bool served = false;
-  ServerApi api = ServerApi::kSync;              // when served
-  AllocationMode mode = AllocationMode::kArena;  // when served (kill switch applied)
-  std::string reason;                            // when not served: why
+  ServerApi api = ServerApi::kSync;  // when served
+  AllocationMode mode =
+      AllocationMode::kArena;  // when served (kill switch applied)
+  std::string reason;          // when not served: why
 };
 
 class [[nodiscard]] InstallResult {
  public:
   // `service`: the service's full name, for messages.
-  explicit InstallResult(std::string service = "") : service_(std::move(service)) {}
+  explicit InstallResult(std::string service = "")
+      : service_(std::move(service)) {}
 
   void Add(MethodInstall m) { methods_.push_back(std::move(m)); }
   // Adds another result's methods (several services installed in one go).
