@@ -108,7 +108,8 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         rc = server.stop()
     # The server prints kAuto's choices at exit: "auto: <method> chose <mode> ...".
     time.sleep(0.2)
-    prefix = f"auto: {svc['request']} -> "
+    # kAuto measures each method on its own, labelled by its gRPC name.
+    prefix = f"auto: {svc['method'].lstrip('/')} "
     chose = [l.split(" chose ")[1].split()[0] for l in server.log if l.startswith(prefix) and " chose " in l]
     auto_line = [l.strip() for l in server.log if l.startswith(prefix)]
     # With measuring on: "measuring cost: thread T s sampling S s process P s share X".

@@ -168,6 +168,12 @@ TEST(SyncMeasuringTest, ShadowAndAutoMeasureSyncCalls) {
     listed |= m.method == kEcho && m.mode == AllocationMode::kArena;
   }
   EXPECT_TRUE(listed);
+  // kAuto measures and labels each method on its own (its gRPC name).
+  bool auto_listed = false;
+  for (const MeasuredMethodStats& m : GetGrpcStats().auto_methods) {
+    auto_listed |= m.method == kEcho;
+  }
+  EXPECT_TRUE(auto_listed);
 }
 
 class SyncContextTest : public ::testing::TestWithParam<AllocationMode> {

@@ -54,21 +54,19 @@ namespace internal {
 void RecordInstalledMethod(std::string_view method, ServerApi api,
                            AllocationMode installed, const MethodMeter* meter);
 
-// The allocator `options` gives Req/Resp under the name `method` (a
-// process-wide one per mode, or with shadow measurement one per method and
-// mode: installing the same method again shares its measurements).
+// The allocator `options` gives Req/Resp under the name `method`: for a
+// fixed mode a process-wide one per mode; for kAuto, or with shadow
+// measurement, one per method and mode, so each method is measured, chosen
+// for and labelled on its own (installing the same method again shares its
+// measurements).
 template <class Req, class Resp>
 std::pair<::grpc::MessageAllocator<Req, Resp>*, const MethodMeter*>
 AllocatorFor(const ServerOptions& options, std::string_view method) {
   const AllocationMode mode = EffectiveAllocationMode(options.mode);
   ApplyServerLimits(options);
-  if (options.shadow.sample_one_in <= 0 || ArenasDisabled()) {
-    auto* a = GetMessageAllocator<Req, Resp>(mode);
-    const MethodMeter* meter = nullptr;
-    if (mode == AllocationMode::kAuto) {
-      meter = &static_cast<MeteredMessageAllocator<Req, Resp>*>(a)->meter();
-    }
-    return {a, meter};
+  if ((mode != AllocationMode::kAuto && options.shadow.sample_one_in <= 0) ||
+      ArenasDisabled()) {
+    return {GetMessageAllocator<Req, Resp>(mode), nullptr};
   }
   static Mutex mu;
   static auto* const allocators ABSL_PT_GUARDED_BY(mu) =
