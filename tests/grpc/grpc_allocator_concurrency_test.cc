@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "arenarpc/grpc/internal/sync_handler.h"
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/grpc/stream.h"
@@ -153,6 +154,43 @@ INSTANTIATE_TEST_SUITE_P(Modes, AllocatorConcurrencyTest, testing::AllModes(),
 
 // A bidi stream: the reader thread makes requests, the writer thread gets
 // them, makes responses and drops both, with a few messages alive at once.
+// The sync adapter's hand-off from Deserialize to RunHandler: gRPC's sync
+// threads park holders under their calls and take them back, some on
+// another thread (as after an interceptor that continues elsewhere), while
+// stats read the count.
+TEST(SyncHandoffConcurrencyTest, ParkedOnOneThreadTakenOnAnother) {
+  constexpr int kCalls = 20000;
+  Queue<uintptr_t> handed;
+  std::atomic<int> taken{0};
+  std::atomic<bool> done{false};
+  std::thread scraper([&] {
+    while (!done.load()) (void)internal::ParkedHolders();
+  });
+  std::thread taker([&] {
+    while (std::optional<uintptr_t> call = handed.Pop()) {
+      const void* key = reinterpret_cast<const void*>(*call);
+      EXPECT_EQ(internal::TakeHolder(key), reinterpret_cast<void*>(*call + 1));
+      EXPECT_EQ(internal::TakeHolder(key), nullptr);  // taken once
+      taken.fetch_add(1);
+    }
+  });
+  std::thread parker([&] {
+    for (int i = 0; i < kCalls; ++i) {
+      const uintptr_t call = 0x10000 + uintptr_t{64} * i;
+      internal::ParkHolder(reinterpret_cast<const void*>(call),
+                           reinterpret_cast<void*>(call + 1));
+      handed.Push(call);
+    }
+    handed.Close();
+  });
+  parker.join();
+  taker.join();
+  done = true;
+  scraper.join();
+  EXPECT_EQ(taken.load(), kCalls);
+  EXPECT_EQ(internal::ParkedHolders(), 0u);
+}
+
 TEST(StreamArenaConcurrencyTest, MessagesMadeAndDroppedOnTwoThreads) {
   StreamArena arena(/*recycle_bytes=*/16 << 10);  // rotate generations often
   Queue<StreamMessage<Record>> queue;
