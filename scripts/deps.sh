@@ -43,8 +43,7 @@ ghz_version=v0.121.0
 # which cannot build it nor fetch a newer toolchain (GOTOOLCHAIN is Go 1.21+),
 # so without a new enough go we fetch Go $go_dl_version (the last 1.23 patch)
 # from the Go module proxy, which serves toolchains as the module
-# golang.org/toolchain (dl.google.com may be unreachable; bookworm has no
-# newer golang-go outside backports).
+# golang.org/toolchain (bookworm has no newer golang-go outside backports).
 go_min=1.23.0
 go_dl_version=1.23.12
 # Each go finds its own GOROOT next to its binary: a GOROOT left in the
@@ -67,28 +66,34 @@ go_ok() {
   [ -n "$v" ] && [ "$(printf '%s\n' "$go_min" "$v" | sort -V | head -n1)" = "$go_min" ]
 }
 
-# Unpacks Go $go_dl_version from proxy.golang.org into $1 (a cache
-# directory, reused by later runs).
+# Unpacks Go $go_dl_version into $1 (a cache directory, reused by later
+# runs), fetched by the Go module proxy's own client: `go mod download` of
+# the module golang.org/toolchain, as go itself fetches toolchains, with
+# whatever go is at hand (bookworm's golang-go, Go 1.19, is enough for
+# that) and the machine's GOPROXY setting.
 fetch_go() {
-  local dest="$1" arch modver
+  local dest="$1" arch modver boot dir
   case "$(dpkg --print-architecture 2>/dev/null || uname -m)" in
     amd64 | x86_64) arch=amd64 ;;
     arm64 | aarch64) arch=arm64 ;;
     *) echo "no Go toolchain for this architecture; install Go >= $go_min" >&2; return 1 ;;
   esac
   modver="v0.0.1-go$go_dl_version.linux-$arch"
-  apt_install_missing curl unzip ca-certificates
+  boot="$(command -v go || true)"
+  if [ -z "$boot" ]; then
+    apt_install_missing golang-go
+    boot=/usr/bin/go
+  fi
   mkdir -p "$(dirname "$dest")"
   go_tmp="$(mktemp -d "$(dirname "$dest")/tmp.XXXXXX")"  # global: the trap needs it
   trap 'rm -rf "$go_tmp"' EXIT
-  echo "downloading Go $go_dl_version (golang.org/toolchain@$modver) from proxy.golang.org"
-  curl -fsSL --retry 3 -o "$go_tmp/go.zip" \
-    "https://proxy.golang.org/golang.org/toolchain/@v/$modver.zip"
-  unzip -q "$go_tmp/go.zip" -d "$go_tmp"
-  # Module zips need not keep exec bits (go itself restores these two).
-  chmod -R a+x "$go_tmp/golang.org/toolchain@$modver/bin" "$go_tmp/golang.org/toolchain@$modver/pkg/tool"
+  echo "fetching Go $go_dl_version (module golang.org/toolchain@$modver) with $("$boot" version)"
+  dir="$(cd "$go_tmp" && GOMODCACHE="$go_tmp/mod" GOFLAGS=-modcacherw GO111MODULE=on \
+    "$boot" mod download -json "golang.org/toolchain@$modver" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
+  [ -x "$dir/bin/go" ] || chmod -R a+x "$dir/bin" "$dir/pkg/tool"
   rm -rf "$dest"
-  mv -T "$go_tmp/golang.org/toolchain@$modver" "$dest"
+  mv -T "$dir" "$dest"
   rm -rf "$go_tmp"
   trap - EXIT
 }

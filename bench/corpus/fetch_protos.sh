@@ -8,7 +8,7 @@
 #                                           # their files into protos/
 #
 # Not run by the build: the protos are committed. Needs apt-get (Debian 12),
-# pip, npm, cargo, curl (the Go module proxy) and network access to their
+# pip, npm, cargo, go (the Go module proxy's client) and network access to their
 # registries. Everything is downloaded into a temporary directory that is
 # removed at exit.
 set -euo pipefail
@@ -100,13 +100,15 @@ unpack() {
       cp -a "${src}/." "${dir}/"
       ;;
     goproxy)
-      # A Go module as the module proxy serves it (the zip `go mod download`
-      # fetches); paths inside start with <module>@<version>/.
-      curl -fsSL -o "${work}/dl/module.zip" \
-        "https://proxy.golang.org/${package}/@v/${version}.zip" ||
-        die "download ${package}@${version} from proxy.golang.org"
-      (cd "${dir}" && python3 -m zipfile -e "${work}/dl/module.zip" .)
-      rm -f "${work}/dl/module.zip"
+      # A Go module through the Go module proxy's own client (go mod
+      # download, the machine's GOPROXY); paths start with <module>@<version>/.
+      local moddir
+      moddir="$(cd "${work}" && GOMODCACHE="${work}/gomod" GOFLAGS=-modcacherw \
+        GO111MODULE=on go mod download -json "${package}@${version}" |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')" ||
+        die "go mod download ${package}@${version}"
+      mkdir -p "${dir}/${package}@${version}"
+      cp -a "${moddir}/." "${dir}/${package}@${version}/"
       ;;
     *) die "unknown registry ${registry}" ;;
   esac
