@@ -23,6 +23,34 @@ size_t RoundUp(size_t n, size_t align) {
 // (FailMagazineAllocationsForTest).
 std::atomic<int> magazine_failures{0};
 
+// Whether the test hook says the next heap allocation fails.
+bool InjectedFailure() {
+  return __builtin_expect(magazine_failures.load(std::memory_order_relaxed) > 0,
+                          0) &&
+         magazine_failures.fetch_sub(1, std::memory_order_relaxed) > 0;
+}
+
+// A thread cache's array of `n` slot pointers, or nullptr (a failure must
+// leave the caches and the depot as they were). Large ones are mapped, so
+// that a cache that shrinks or exits gives them back to the OS: the heap
+// would keep them (glibc raises its mmap threshold after such a free).
+constexpr size_t kMappedArrayBytes = size_t{64} << 10;
+size_t MappedArrayBytes(uint32_t n) { return RoundUp(sizeof(void*) * n, 4096); }
+void** NewPointers(uint32_t n) {
+  if (InjectedFailure()) return nullptr;
+  if (sizeof(void*) * n >= kMappedArrayBytes) {
+    return static_cast<void**>(MapMemory(MappedArrayBytes(n)));
+  }
+  return static_cast<void**>(::operator new(sizeof(void*) * n, std::nothrow));
+}
+void FreePointers(void** items, uint32_t n) {
+  if (sizeof(void*) * n >= kMappedArrayBytes) {
+    UnmapMemory(items, MappedArrayBytes(n));
+  } else {
+    ::operator delete(items);
+  }
+}
+
 }  // namespace
 
 void FailMagazineAllocationsForTest(int n) {
@@ -91,6 +119,11 @@ void FixedPool::Configure(size_t slot_size, size_t slot_align,
   num_shards_ = std::clamp(num_shards_, 1u, 1024u);
   max_empty_per_shard_ =
       (options.max_empty_magazines + num_shards_ - 1) / num_shards_;
+  // Room for a refill and a give-back without another depot trip (what two
+  // magazines gave); the bound at most 2^28 slots (2 GiB of pointers).
+  min_thread_capacity_ = 2 * magazine_size_;
+  max_thread_capacity_ = std::clamp(options.max_thread_cache,
+                                    min_thread_capacity_, uint32_t{1} << 28);
   shards_ = std::make_unique<Shard[]>(num_shards_);
 }
 
@@ -99,8 +132,7 @@ FixedPool::~FixedPool() {
   ThreadSlots::Unregister(key_);  // no OnThreadExit from here on
   MutexLock lock(&mu_);
   for (ThreadCache* c : caches_) {
-    ::operator delete(c->loaded);
-    ::operator delete(c->previous);
+    FreePointers(c->items, c->capacity.load(std::memory_order_relaxed));
     // A thread_local cache belongs to its thread; Lazy pools (the only
     // users) are never destroyed, so this is for symmetry only.
     if (!c->in_tls) delete c;
@@ -185,11 +217,7 @@ Magazine* FixedPool::NewMagazineLocked(Shard& sh) {
     sh.empty = m->next;
     --sh.empty_count;
   } else {
-    if (__builtin_expect(magazine_failures.load(std::memory_order_relaxed) > 0,
-                         0) &&
-        magazine_failures.fetch_sub(1, std::memory_order_relaxed) > 0) {
-      return nullptr;
-    }
+    if (InjectedFailure()) return nullptr;
     // nothrow: a failure must leave the depot and the caches as they were.
     m = static_cast<Magazine*>(::operator new (
         sizeof(Magazine) + sizeof(void*) * size_t{magazine_size_},
@@ -251,16 +279,20 @@ Magazine* FixedPool::TakeFullLocked(Shard& sh) {
   return m;
 }
 
-Magazine* FixedPool::TakeFullFromAnyShard(ThreadCache* c) {
+uint32_t FixedPool::RefillFromAnyShard(ThreadCache* c) {
   for (uint32_t i = 0; i < num_shards_; ++i) {
     Shard& sh = shards_[(c->home + i) % num_shards_];
     MutexLock lock(&sh.mu);
     if (Magazine* m = TakeFullLocked(sh)) {
-      FreeMagazineLocked(sh, c->previous);
-      return m;
+      // Copied into the thread's own array: its pops then walk one
+      // contiguous block instead of a magazine somewhere in the heap.
+      const uint32_t n = m->count;
+      std::memcpy(c->items, m->items, n * sizeof(void*));
+      FreeMagazineLocked(sh, m);
+      return n;
     }
   }
-  return nullptr;
+  return 0;
 }
 
 // --- thread caches -----------------------------------------------------------
@@ -269,25 +301,19 @@ ThreadCache* FixedPool::Attach(ThreadCache* c) {
   const bool in_tls = c != nullptr;
   if (!in_tls) c = new (std::nothrow) ThreadCache;
   if (c == nullptr) return nullptr;  // out of memory: uncached
+  void** items = NewPointers(min_thread_capacity_);
+  if (items == nullptr) {  // out of memory: uncached, retried next time
+    if (!in_tls) delete c;
+    return nullptr;
+  }
   c->in_tls = in_tls;
   c->home = next_home_.fetch_add(1, std::memory_order_relaxed) % num_shards_;
-  Shard& sh = shards_[c->home];
-  {
-    MutexLock lock(&sh.mu);
-    Magazine* loaded = NewMagazineLocked(sh);
-    Magazine* previous = loaded != nullptr ? NewMagazineLocked(sh) : nullptr;
-    if (previous == nullptr) {  // out of memory: uncached, retried next time
-      if (loaded != nullptr) FreeMagazineLocked(sh, loaded);
-      if (!in_tls) delete c;
-      return nullptr;
-    }
-    c->loaded = loaded;
-    c->previous = previous;
-  }
-  c->items = c->loaded->items;
+  c->items = items;
   c->count.store(0, std::memory_order_relaxed);
-  c->prev_count.store(0, std::memory_order_relaxed);
-  c->capacity = magazine_size_;
+  c->capacity.store(min_thread_capacity_, std::memory_order_relaxed);
+  c->taken = 0;
+  c->given = 0;
+  c->cycle = 0;
   if (!ThreadSlots::Set(key_, c)) {  // the thread is exiting: go uncached
     Detach(c);
     return nullptr;
@@ -301,13 +327,9 @@ void FixedPool::Detach(ThreadCache* c) {
   {
     Shard& sh = shards_[c->home];
     MutexLock lock(&sh.mu);
-    PutItemsLocked(sh, c->loaded->items,
-                   c->count.load(std::memory_order_relaxed));
-    PutItemsLocked(sh, c->previous->items,
-                   c->prev_count.load(std::memory_order_relaxed));
-    FreeMagazineLocked(sh, c->loaded);
-    FreeMagazineLocked(sh, c->previous);
+    PutItemsLocked(sh, c->items, c->count.load(std::memory_order_relaxed));
   }
+  FreePointers(c->items, c->capacity.load(std::memory_order_relaxed));
   if (!c->in_tls) {
     delete c;
     return;
@@ -315,11 +337,22 @@ void FixedPool::Detach(ThreadCache* c) {
   // Back to the constant-initialised state: the next use takes the slow
   // path, whose Attach fails on an exiting thread (uncached from then on).
   c->count.store(0, std::memory_order_relaxed);
-  c->prev_count.store(0, std::memory_order_relaxed);
-  c->capacity = 0;
+  c->capacity.store(0, std::memory_order_relaxed);
   c->items = nullptr;
-  c->loaded = nullptr;
-  c->previous = nullptr;
+  c->taken = 0;
+  c->given = 0;
+  c->cycle = 0;
+}
+
+bool FixedPool::Resize(ThreadCache* c, uint32_t capacity) {
+  void** items = NewPointers(capacity);
+  if (items == nullptr) return false;
+  const uint32_t n = c->count.load(std::memory_order_relaxed);
+  std::memcpy(items, c->items, n * sizeof(void*));
+  FreePointers(c->items, c->capacity.load(std::memory_order_relaxed));
+  c->items = items;
+  c->capacity.store(capacity, std::memory_order_relaxed);
+  return true;
 }
 
 void FixedPool::OnThreadExit(void* cache) {
@@ -334,7 +367,7 @@ void FixedPool::OnThreadExit(void* cache) {
 
 void* FixedPool::AllocateSlow(ThreadCache* c) {
   Ready();
-  if (c == nullptr || c->loaded == nullptr) c = Attach(c);
+  if (c == nullptr || c->items == nullptr) c = Attach(c);
   void* p = nullptr;
   if (c == nullptr) {  // uncached: one slot from the depot or a block
     for (uint32_t i = 0; i < num_shards_ && p == nullptr; ++i) {
@@ -359,78 +392,116 @@ void* FixedPool::AllocateSlow(ThreadCache* c) {
   }
   uint32_t n = c->count.load(std::memory_order_relaxed);
   if (n == 0) {
-    const uint32_t prev = c->prev_count.load(std::memory_order_relaxed);
-    if (prev > 0) {  // the previous magazine still has slots: swap
-      std::swap(c->loaded, c->previous);
-      c->prev_count.store(0, std::memory_order_relaxed);
-      n = prev;
-    } else if (Magazine* m = TakeFullFromAnyShard(c)) {  // both empty
-      c->previous = c->loaded;  // c->previous went to the shard
-      c->loaded = m;
-      n = m->count;
-    } else {  // the depot is empty: carve
+    n = RefillFromAnyShard(c);
+    if (n == 0) {  // the depot is empty: carve
       MutexLock lock(&mu_);
-      n = static_cast<uint32_t>(CarveLocked(c->loaded->items, magazine_size_));
+      n = static_cast<uint32_t>(CarveLocked(c->items, magazine_size_));
       if (n == 0) return nullptr;
     }
-    c->items = c->loaded->items;
+    c->taken += n;
+    c->given = 0;
   }
   p = c->items[n - 1];
   c->count.store(n - 1, std::memory_order_relaxed);
   return p;
 }
 
+void FixedPool::MakeRoom(ThreadCache* c, void* p) {
+  const uint32_t capacity = c->capacity.load(std::memory_order_relaxed);
+  const uint32_t n = c->count.load(std::memory_order_relaxed);  // == capacity
+  // Filled up again after taking at least a magazine: the working set
+  // cycles past the array's edge, so every cycle would cost depot trips.
+  // Grow to hold what was taken too (the contiguous array is then all the
+  // thread touches). A pure consumer never takes, so it never grows: the
+  // producer/consumer bound stays as it was.
+  if (c->taken >= magazine_size_) {
+    c->cycle = c->taken;
+    if (capacity < max_thread_capacity_) {
+      const uint64_t want = std::bit_ceil(uint64_t{capacity} + c->taken);
+      const auto grown =
+          static_cast<uint32_t>(std::min<uint64_t>(want, max_thread_capacity_));
+      c->taken = 0;
+      if (Resize(c, grown)) {
+        c->items[n] = p;
+        c->count.store(n + 1, std::memory_order_relaxed);
+        return;
+      }
+    }
+  }
+  c->taken = 0;
+  Shard& sh = shards_[c->home];
+  // Gave more than a whole array plus the last cycle's takes, taking none
+  // back: more than the free half of a cycle, so the thread now frees what
+  // others made (or its working set shrank). The surplus goes to the depot;
+  // from then on each array's worth given halves it again.
+  if (c->given >= capacity + c->cycle && capacity > min_thread_capacity_) {
+    const uint32_t smaller = std::max(capacity / 2, min_thread_capacity_);
+    const uint32_t keep = smaller / 2;
+    {
+      MutexLock lock(&sh.mu);
+      PutItemsLocked(sh, c->items + keep, n - keep);
+    }
+    c->count.store(keep, std::memory_order_relaxed);
+    c->given = 0;
+    c->cycle = 0;
+    Resize(c, smaller);  // if the heap refuses, the surplus went all the same
+    c->items[keep] = p;
+    c->count.store(keep + 1, std::memory_order_relaxed);
+    return;
+  }
+  MutexLock lock(&sh.mu);
+  // The newest magazine's worth goes to the depot as a full magazine.
+  Magazine* m = NewMagazineLocked(sh);
+  if (m == nullptr) {  // out of memory: p alone to the depot
+    PutItemsLocked(sh, &p, 1);
+    return;
+  }
+  const uint32_t k = std::min(magazine_size_, n);
+  std::memcpy(m->items, c->items + (n - k), k * sizeof(void*));
+  m->count = k;
+  m->next = sh.full;
+  sh.full = m;
+  sh.in_depot += k;
+  c->given += k;
+  c->items[n - k] = p;
+  c->count.store(n - k + 1, std::memory_order_relaxed);
+}
+
 void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
   Ready();
-  if (c == nullptr || c->loaded == nullptr) c = Attach(c);
+  if (c == nullptr || c->items == nullptr) c = Attach(c);
   if (c == nullptr) {
     Shard& sh = shards_[0];
     MutexLock lock(&sh.mu);
     PutItemsLocked(sh, &p, 1);
     return;
   }
-  uint32_t n = c->count.load(std::memory_order_relaxed);
-  if (n == magazine_size_) {
-    const uint32_t prev = c->prev_count.load(std::memory_order_relaxed);
-    if (prev < magazine_size_) {  // room in the previous magazine: swap
-      std::swap(c->loaded, c->previous);
-      c->prev_count.store(n, std::memory_order_relaxed);
-      n = prev;
-    } else {  // both full: the previous one goes to the depot
-      Shard& sh = shards_[c->home];
-      MutexLock lock(&sh.mu);
-      Magazine* fresh = NewMagazineLocked(sh);
-      if (fresh == nullptr) {  // out of memory: p alone to the depot
-        PutItemsLocked(sh, &p, 1);
-        return;
-      }
-      c->previous->count = magazine_size_;
-      c->previous->next = sh.full;
-      sh.full = c->previous;
-      sh.in_depot += magazine_size_;
-      c->previous = c->loaded;
-      c->prev_count.store(n, std::memory_order_relaxed);
-      c->loaded = fresh;
-      n = 0;
-    }
-    c->items = c->loaded->items;
+  const uint32_t n = c->count.load(std::memory_order_relaxed);
+  if (n < c->capacity.load(std::memory_order_relaxed)) {  // just attached
+    c->items[n] = p;
+    c->count.store(n + 1, std::memory_order_relaxed);
+    return;
   }
-  c->items[n] = p;
-  c->count.store(n + 1, std::memory_order_relaxed);
+  MakeRoom(c, p);
 }
 
 void FixedPool::FlushThreadCache() {
   if (!ready()) return;  // nothing cached yet
   ThreadCache* c = GetCache();
   if (c == nullptr) return;
-  Shard& sh = shards_[c->home];
-  MutexLock lock(&sh.mu);
-  PutItemsLocked(sh, c->loaded->items,
-                 c->count.load(std::memory_order_relaxed));
-  PutItemsLocked(sh, c->previous->items,
-                 c->prev_count.load(std::memory_order_relaxed));
+  {
+    Shard& sh = shards_[c->home];
+    MutexLock lock(&sh.mu);
+    PutItemsLocked(sh, c->items, c->count.load(std::memory_order_relaxed));
+  }
   c->count.store(0, std::memory_order_relaxed);
-  c->prev_count.store(0, std::memory_order_relaxed);
+  c->taken = 0;
+  c->given = 0;
+  c->cycle = 0;
+  // Back to the start size: the thread asked to hold nothing.
+  if (c->capacity.load(std::memory_order_relaxed) > min_thread_capacity_) {
+    Resize(c, min_thread_capacity_);  // if the heap refuses, keep the array
+  }
 }
 
 // --- Trim and Stats ----------------------------------------------------------
@@ -522,8 +593,8 @@ FixedPoolStats FixedPool::Stats() const {
   MutexLock lock(&mu_);
   uint64_t in_threads = 0;
   for (const ThreadCache* c : caches_) {
-    in_threads += c->count.load(std::memory_order_relaxed) +
-                  c->prev_count.load(std::memory_order_relaxed);
+    in_threads += c->count.load(std::memory_order_relaxed);
+    s.thread_capacity += c->capacity.load(std::memory_order_relaxed);
   }
   s.cached_in_depot = in_depot;
   s.cached = in_depot + in_threads;
