@@ -133,6 +133,7 @@ FixedPool::~FixedPool() {
   MutexLock lock(&mu_);
   for (ThreadCache* c : caches_) {
     FreePointers(c->items, c->capacity.load(std::memory_order_relaxed));
+    ::operator delete(c->spare);
     // A thread_local cache belongs to its thread; Lazy pools (the only
     // users) are never destroyed, so this is for symmetry only.
     if (!c->in_tls) delete c;
@@ -211,19 +212,22 @@ size_t FixedPool::CarveLocked(void** out, size_t n) {
 
 // --- magazines and the depot -------------------------------------------------
 
+Magazine* FixedPool::NewMagazine() {
+  if (InjectedFailure()) return nullptr;
+  // nothrow: a failure must leave the depot and the caches as they were.
+  auto* m = static_cast<Magazine*>(::operator new (
+      sizeof(Magazine) + sizeof(void*) * size_t{magazine_size_}, std::nothrow));
+  if (m == nullptr) return nullptr;
+  m->next = nullptr;
+  m->count = 0;
+  return m;
+}
+
 Magazine* FixedPool::NewMagazineLocked(Shard& sh) {
   Magazine* m = sh.empty;
-  if (m != nullptr) {
-    sh.empty = m->next;
-    --sh.empty_count;
-  } else {
-    if (InjectedFailure()) return nullptr;
-    // nothrow: a failure must leave the depot and the caches as they were.
-    m = static_cast<Magazine*>(::operator new (
-        sizeof(Magazine) + sizeof(void*) * size_t{magazine_size_},
-        std::nothrow));
-    if (m == nullptr) return nullptr;
-  }
+  if (m == nullptr) return NewMagazine();
+  sh.empty = m->next;
+  --sh.empty_count;
   m->next = nullptr;
   m->count = 0;
   return m;
@@ -282,15 +286,23 @@ Magazine* FixedPool::TakeFullLocked(Shard& sh) {
 uint32_t FixedPool::RefillFromAnyShard(ThreadCache* c) {
   for (uint32_t i = 0; i < num_shards_; ++i) {
     Shard& sh = shards_[(c->home + i) % num_shards_];
-    MutexLock lock(&sh.mu);
-    if (Magazine* m = TakeFullLocked(sh)) {
-      // Copied into the thread's own array: its pops then walk one
-      // contiguous block instead of a magazine somewhere in the heap.
-      const uint32_t n = m->count;
-      std::memcpy(c->items, m->items, n * sizeof(void*));
-      FreeMagazineLocked(sh, m);
-      return n;
+    Magazine* m;
+    {
+      MutexLock lock(&sh.mu);
+      m = TakeFullLocked(sh);
+      if (m == nullptr) continue;
+      // m becomes this thread's spare; the old one goes back.
+      if (c->spare != nullptr) FreeMagazineLocked(sh, c->spare);
+      c->spare = nullptr;
     }
+    // Copied into the thread's own array, outside the lock: its pops then
+    // walk one contiguous block instead of a magazine somewhere in the heap.
+    const uint32_t n = m->count;
+    std::memcpy(c->items, m->items, n * sizeof(void*));
+    m->count = 0;
+    m->next = nullptr;
+    c->spare = m;
+    return n;
   }
   return 0;
 }
@@ -311,6 +323,7 @@ ThreadCache* FixedPool::Attach(ThreadCache* c) {
   c->items = items;
   c->count.store(0, std::memory_order_relaxed);
   c->capacity.store(min_thread_capacity_, std::memory_order_relaxed);
+  c->spare = nullptr;
   c->taken = 0;
   c->given = 0;
   c->cycle = 0;
@@ -328,6 +341,8 @@ void FixedPool::Detach(ThreadCache* c) {
     Shard& sh = shards_[c->home];
     MutexLock lock(&sh.mu);
     PutItemsLocked(sh, c->items, c->count.load(std::memory_order_relaxed));
+    if (c->spare != nullptr) FreeMagazineLocked(sh, c->spare);
+    c->spare = nullptr;
   }
   FreePointers(c->items, c->capacity.load(std::memory_order_relaxed));
   if (!c->in_tls) {
@@ -449,19 +464,25 @@ void FixedPool::MakeRoom(ThreadCache* c, void* p) {
     c->count.store(keep + 1, std::memory_order_relaxed);
     return;
   }
-  MutexLock lock(&sh.mu);
-  // The newest magazine's worth goes to the depot as a full magazine.
-  Magazine* m = NewMagazineLocked(sh);
+  // The newest magazine's worth goes to the depot as a full magazine,
+  // filled outside the lock; an empty one from the depot becomes the spare.
+  Magazine* m = c->spare != nullptr ? c->spare : NewMagazine();
   if (m == nullptr) {  // out of memory: p alone to the depot
+    MutexLock lock(&sh.mu);
     PutItemsLocked(sh, &p, 1);
     return;
   }
+  c->spare = nullptr;
   const uint32_t k = std::min(magazine_size_, n);
   std::memcpy(m->items, c->items + (n - k), k * sizeof(void*));
   m->count = k;
-  m->next = sh.full;
-  sh.full = m;
-  sh.in_depot += k;
+  {
+    MutexLock lock(&sh.mu);
+    m->next = sh.full;
+    sh.full = m;
+    sh.in_depot += k;
+    if (sh.empty != nullptr) c->spare = NewMagazineLocked(sh);
+  }
   c->given += k;
   c->items[n - k] = p;
   c->count.store(n - k + 1, std::memory_order_relaxed);
@@ -493,6 +514,8 @@ void FixedPool::FlushThreadCache() {
     Shard& sh = shards_[c->home];
     MutexLock lock(&sh.mu);
     PutItemsLocked(sh, c->items, c->count.load(std::memory_order_relaxed));
+    if (c->spare != nullptr) FreeMagazineLocked(sh, c->spare);
+    c->spare = nullptr;
   }
   c->count.store(0, std::memory_order_relaxed);
   c->taken = 0;

@@ -244,6 +244,7 @@ class FixedPool final : private ThreadSlots::Owner {
   };
 
   // nullptr if the heap refuses memory; nothing changed then.
+  Magazine* NewMagazine();  // from the heap
   Magazine* NewMagazineLocked(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   void FreeMagazineLocked(Shard& s, Magazine* m)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);

@@ -27,11 +27,16 @@
 
 namespace arenarpc::internal {
 
+struct Magazine;  // FixedPool's: an array of slot pointers
+
 struct alignas(64) ThreadCache {
   std::atomic<uint32_t> count{0};     // pointers in `items`
   std::atomic<uint32_t> capacity{0};  // of `items`; 0 while detached
   void** items = nullptr;             // the array, owned; nullptr detached
   uint32_t home = 0;                  // depot shard
+  // An empty magazine of this thread's, so that slots are copied to and
+  // from the depot outside its lock; nullptr if none.
+  Magazine* spare = nullptr;
   // Slow-path bookkeeping (FixedPool), deciding growth and shrinking: slots
   // taken from the depot (or carved) since the cache was last full; given
   // to the depot since it last took any; taken by the last cycle that took
