@@ -21,8 +21,7 @@
 // that allocator's own API, linked and called directly: mi_malloc/mi_free,
 // jemalloc mallocx/sdallocx, tcmalloc tc_malloc/tc_free_sized).
 //
-// Pool tuning (pool-instance): --magazine=N --empty_magazines=N --shards=N
-// --max_thread_cache=N.
+// Pool tuning (pool-instance): --magazine=N --empty_magazines=N --shards=N.
 // --mode=rss: --threads threads each keep --objects live objects (written in
 // full); prints the RSS growth over the payload, then frees everything, lets
 // the threads exit, trims (ObjectPool::Trim, malloc_trim, mi_collect, ...)
@@ -583,8 +582,6 @@ int main(int argc, char** argv) {
       f.pool_options.max_empty_magazines = std::atoi(v);
     else if (const char* v = value("--shards="))
       f.pool_options.depot_shards = std::atoi(v);
-    else if (const char* v = value("--max_thread_cache="))
-      f.pool_options.max_thread_cache = std::atoi(v);
     else {
       std::fprintf(stderr, "unknown flag %s (see the comment in %s)\n", argv[i],
                    __FILE__);

@@ -38,7 +38,6 @@ def variants(bench, before):
         "instance-256": (bench, ["--alloc=pool-instance", "--magazine=256"]),
         "instance-4096": (bench, ["--alloc=pool-instance", "--magazine=4096"]),
         "instance-131072": (bench, ["--alloc=pool-instance", "--magazine=131072"]),
-        "instance-fixed": (bench, ["--alloc=pool-instance", "--max_thread_cache=0"]),
     }
     for name in ("mimalloc", "jemalloc", "tcmalloc"):
         v[name] = (os.path.join(d, f"object_pool_bench_{name}"), ["--alloc=direct"])

@@ -125,33 +125,6 @@ TEST(ObjectPoolDefaultTest, ExitingThreadHandsItsCacheBack) {
   EXPECT_EQ(s.objects_in_depot, s.objects_cached);  // no dead thread cache
 }
 
-// Default()'s per-type thread_local cache grows like an instance's, and an
-// exiting thread hands all of it back and detaches.
-TEST(ObjectPoolDefaultTest, CacheGrowsAndGoesBackAtThreadExit) {
-  using T = Item<20>;
-  auto& pool = ObjectPool<T>::Default();
-  constexpr int kN = 3000;  // several magazines of 256
-  std::thread t([&] {
-    std::vector<T*> mine(kN);
-    for (int round = 0; round < 3; ++round) {
-      for (auto& p : mine) p = pool.New();
-      for (T* p : mine) pool.Delete(p);
-    }
-    const ObjectPoolStats s = pool.Stats();
-    EXPECT_GT(s.thread_cache_capacity, uint64_t{kN});  // grown past 2 x 256
-    EXPECT_EQ(s.objects_in_depot, 0u);                 // all cycles inside
-    EXPECT_GE(s.objects_cached, uint64_t{kN});
-  });
-  t.join();
-  const ObjectPoolStats s = pool.Stats();
-  EXPECT_EQ(s.thread_cache_capacity, 0u);
-  EXPECT_EQ(s.objects_in_use, 0u);
-  EXPECT_EQ(s.objects_in_depot, s.objects_cached);
-  EXPECT_GE(s.objects_in_depot, uint64_t{kN});
-  EXPECT_EQ(pool.Trim(), s.bytes_held);
-  EXPECT_EQ(pool.Stats().blocks_held, 0u);
-}
-
 TEST(ObjectPoolDefaultTest, TrimAfterFreesUnmaps) {
   using T = Item<5>;
   auto& pool = ObjectPool<T>::Default();

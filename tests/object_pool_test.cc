@@ -176,7 +176,6 @@ TEST(ObjectPoolTest, MagazineAllocationFailureLeavesNoAliasedMagazines) {
   o.magazine_size = 4;
   o.max_empty_magazines = 0;  // every magazine comes from the heap
   o.depot_shards = 1;
-  o.max_thread_cache = 8;  // no growth: every full cache needs a magazine
   ObjectPool<Payload> pool(o);
 
   // One failure: the slot goes to the depot instead; nothing is lost.
@@ -245,15 +244,14 @@ TEST(ObjectPoolTest, ReuseAllocatesNoNewBlocks) {
 TEST(ObjectPoolTest, StatsAddUp) {
   ObjectPoolOptions o;
   o.magazine_size = 16;
-  o.max_thread_cache = 32;  // two magazines, no growth
   ObjectPool<Payload> pool(o);
   std::vector<Payload*> objects;
   for (int i = 0; i < 100; ++i) objects.push_back(pool.New());
   for (int i = 0; i < 60; ++i) pool.Delete(objects[i]);
   const ObjectPoolStats s = pool.Stats();
   EXPECT_EQ(s.objects_in_use, 40u);
-  // 60 freed: at most the cache's bound (two magazines) stays with this
-  // thread, the rest went to the depot.
+  // 60 freed: at most two magazines stay with this thread, the rest went to
+  // the depot.
   EXPECT_LE(s.objects_cached - s.objects_in_depot, 32u);
   EXPECT_GE(s.objects_in_depot, 60u - 32u);
   EXPECT_EQ(s.blocks_held, 1u);
@@ -261,121 +259,7 @@ TEST(ObjectPoolTest, StatsAddUp) {
   // Every carved object is either in use or cached.
   EXPECT_LE(s.objects_in_use + s.objects_cached,
             s.blocks_held * pool.objects_per_block());
-  EXPECT_EQ(s.thread_cache_capacity, 32u);
   for (int i = 60; i < 100; ++i) pool.Delete(objects[i]);
-}
-
-// --- the adaptive thread cache ------------------------------------------
-
-// Allocates n objects, frees them in shuffled order: one cycle of a
-// working set of n objects through this thread's cache.
-void Cycle(ObjectPool<Payload>& pool, size_t n, uint32_t seed) {
-  std::vector<Payload*> v(n);
-  for (auto& p : v) p = pool.New();
-  std::shuffle(v.begin(), v.end(), std::mt19937(seed));
-  for (Payload* p : v) pool.Delete(p);
-}
-
-// Magazines of 16: caches start at 32 objects.
-ObjectPoolOptions SmallMagazines(uint32_t max_thread_cache) {
-  ObjectPoolOptions o;
-  o.magazine_size = 16;
-  o.max_thread_cache = max_thread_cache;
-  return o;
-}
-
-// Objects in the calling thread's cache (the only live one in these tests).
-uint64_t InThreadCache(const ObjectPoolStats& s) {
-  return s.objects_cached - s.objects_in_depot;
-}
-
-TEST(ObjectPoolTest, CacheGrowsToHoldTheWorkingSet) {
-  ObjectPool<Payload> pool(SmallMagazines(1024));
-  EXPECT_EQ(pool.Stats().thread_cache_capacity, 0u);  // no cache yet
-  Cycle(pool, 600, 1);
-  ObjectPoolStats s = pool.Stats();
-  // Took 600 from the depot, then filled up: grown to hold them all.
-  EXPECT_GT(s.thread_cache_capacity, 600u);
-  EXPECT_LE(s.thread_cache_capacity, 1024u);
-  EXPECT_EQ(s.objects_in_depot, 0u);
-  EXPECT_EQ(InThreadCache(s), s.objects_cached);
-  const uint64_t blocks = s.blocks_held;
-  // Later cycles stay inside the cache: no depot trip, no new memory.
-  for (uint32_t round = 2; round < 5; ++round) {
-    Cycle(pool, 600, round);
-    s = pool.Stats();
-    EXPECT_EQ(s.objects_in_depot, 0u) << round;
-    EXPECT_EQ(s.blocks_held, blocks) << round;
-  }
-}
-
-TEST(ObjectPoolTest, CacheGrowthStopsAtItsBound) {
-  ObjectPool<Payload> pool(SmallMagazines(1024));
-  for (uint32_t round = 0; round < 3; ++round) Cycle(pool, 5000, round);
-  const ObjectPoolStats s = pool.Stats();
-  EXPECT_EQ(s.thread_cache_capacity, 1024u);
-  EXPECT_LE(InThreadCache(s), 1024u);
-  EXPECT_GE(s.objects_in_depot, 5000u - 1024u);  // the rest is in the depot
-}
-
-TEST(ObjectPoolTest, CacheDoesNotGrowWhenGrowthIsOff) {
-  // 0 is raised to two magazines: never grows.
-  ObjectPool<Payload> pool(SmallMagazines(0));
-  for (uint32_t round = 0; round < 3; ++round) Cycle(pool, 600, round);
-  const ObjectPoolStats s = pool.Stats();
-  EXPECT_EQ(s.thread_cache_capacity, 32u);
-  EXPECT_LE(InThreadCache(s), 32u);
-}
-
-TEST(ObjectPoolTest, CacheThatOnlyFreesShrinksBack) {
-  ObjectPool<Payload> pool(SmallMagazines(1024));
-  Cycle(pool, 600, 1);
-  ASSERT_GT(pool.Stats().thread_cache_capacity, 600u);
-  // Now this thread only frees (objects another thread made): it gives
-  // more back than a cycle's free half without taking any, so it halves,
-  // down to its start size, and the surplus goes to the depot.
-  std::vector<Payload*> theirs(8192);
-  std::thread([&] {
-    for (auto& p : theirs) p = pool.New();
-  }).join();
-  for (Payload* p : theirs) pool.Delete(p);
-  const ObjectPoolStats s = pool.Stats();
-  EXPECT_EQ(s.thread_cache_capacity, 32u);
-  EXPECT_LE(InThreadCache(s), 32u);
-  EXPECT_EQ(s.objects_in_use, 0u);
-}
-
-TEST(ObjectPoolTest, FlushThreadCacheShrinksTheCache) {
-  ObjectPool<Payload> pool(SmallMagazines(1024));
-  Cycle(pool, 600, 1);
-  ASSERT_GT(pool.Stats().thread_cache_capacity, 600u);
-  pool.FlushThreadCache();
-  ObjectPoolStats s = pool.Stats();
-  EXPECT_EQ(s.thread_cache_capacity, 32u);
-  EXPECT_EQ(InThreadCache(s), 0u);
-  // Trim flushes too, and every block goes back.
-  Cycle(pool, 600, 2);
-  ASSERT_GT(pool.Stats().thread_cache_capacity, 32u);
-  EXPECT_GT(pool.Trim(), 0u);
-  s = pool.Stats();
-  EXPECT_EQ(s.thread_cache_capacity, 32u);
-  EXPECT_EQ(s.blocks_held, 0u);
-}
-
-TEST(ObjectPoolTest, GrownCacheGoesBackAtThreadExit) {
-  ObjectPool<Payload> pool(SmallMagazines(4096));
-  std::thread([&] {
-    Cycle(pool, 3000, 1);
-    Cycle(pool, 3000, 2);
-    EXPECT_GT(pool.Stats().thread_cache_capacity, 3000u);
-  }).join();
-  const ObjectPoolStats s = pool.Stats();
-  EXPECT_EQ(s.thread_cache_capacity, 0u);  // no live cache
-  EXPECT_EQ(s.objects_in_use, 0u);
-  EXPECT_EQ(s.objects_in_depot, s.objects_cached);  // nothing lost
-  EXPECT_GE(s.objects_in_depot, 3000u);
-  EXPECT_EQ(pool.Trim(), s.bytes_held);
-  EXPECT_EQ(pool.Stats().blocks_held, 0u);
 }
 
 TEST(ObjectPoolTest, TrimUnmapsFullyFreeBlocks) {

@@ -20,23 +20,15 @@
 // Design. Objects live in blocks (256 KiB by default) mapped from the OS and
 // aligned to their size; a live object costs exactly its size rounded up to
 // its alignment, with no per-object header. Each thread caches free objects
-// as pointers in one contiguous array: New/Allocate pops a pointer and
-// Delete/Deallocate pushes one, with no lock, no atomic read-modify-write
-// and without touching the free object's memory, so reuse in any order
-// costs no cache miss inside the pool. An empty array takes a "magazine"
-// (256 pointers) from its home shard of a global depot under a short lock;
-// a full one gives its newest 256 back. An empty home shard steals from the
-// others, and only when the whole depot is empty is a new batch carved from
-// the newest block. The array starts at 2 magazines and adapts: a thread
-// whose working set keeps cycling through the depot (it fills up again after
-// taking at least a magazine) grows it to hold that working set, up to
-// `max_thread_cache` objects; a thread that gives back more than that
-// array plus its last cycle, taking none (it now frees what others made),
-// halves it again. A thread whose working set merely shrinks keeps its
-// cache until FlushThreadCache(), Trim() on that thread, or its exit (the
-// fast path has no lock, so no other thread can take a cache's objects).
-// See docs/OBJECT_POOL.md for the profile behind this and measurements
-// against malloc implementations.
+// as pointers in two "magazines" (arrays of 256 pointers): New/Allocate pops
+// a pointer and Delete/Deallocate pushes one, with no lock, no atomic
+// read-modify-write and without touching the free object's memory, so reuse
+// in any order costs no cache miss inside the pool. When both magazines are
+// empty (full), a thread swaps a whole magazine with its home shard of a
+// global depot under a short lock, once per 256 operations; an empty home
+// shard steals from the others, and only when the whole depot is empty is a
+// new batch carved from the newest block. See docs/OBJECT_POOL.md for
+// measurements against malloc implementations.
 //
 // Default() vs instances. Default()'s thread caches are a `thread_local` per
 // type T, so its fast path is the pop or push alone, a few instructions above
@@ -48,22 +40,18 @@
 //
 // Thread safety: every member function may be called concurrently from any
 // thread. An object may be deleted by another thread than the one that
-// created it: the deleting thread's full cache gives magazines to the depot,
-// where allocating threads take them before carving new memory, so producers
-// and consumers stay bounded by the objects in flight plus the caches (2 *
-// magazine_size objects per thread that only allocates or only frees: such a
-// thread never grows its cache; max_thread_cache for one that does both)
-// plus one carved batch per producer.
+// created it: the deleting thread's full magazines go to the depot, where
+// allocating threads take them before carving new memory, so producers and
+// consumers stay bounded by the objects in flight plus the caches (at most
+// 2 * magazine_size objects per thread and one carved batch).
 //
 // Lifetime: a thread that exits hands its cached objects to the depot. An
 // instance must outlive every use of its objects: its destructor unmaps all
 // blocks, including objects not yet deleted, whose destructors do NOT run.
 // Default() lives until the process ends. Trim() unmaps the blocks all of
 // whose objects are free in the depot (it first flushes the calling thread's
-// cache; other threads' caches, at most max_thread_cache objects each, keep
-// their blocks alive until they exit or call FlushThreadCache(), which also
-// takes the cache back to its start size: the fast path takes no lock, so
-// no other thread can empty a cache).
+// cache; other threads' caches, at most 512 objects each, keep their blocks
+// alive until they exit or call FlushThreadCache()).
 //
 // Misuse, by build (debug: ARENARPC_DEBUG_CHECKS, on unless NDEBUG):
 //  - a double Delete/Deallocate: debug builds abort ("freed twice") before
@@ -100,9 +88,8 @@ struct ObjectPoolOptions {
   // Bytes per block: a power of two, at least 64 KiB (raised to hold 16
   // objects). Trim() returns memory in whole blocks.
   size_t block_size = size_t{256} << 10;
-  // Free objects per magazine, the unit moved to and from the depot; a
-  // thread's cache starts at two magazines. Larger means fewer depot trips,
-  // more memory parked per thread.
+  // Free objects per magazine; a thread caches at most two magazines. Larger
+  // means fewer depot trips, more memory parked per thread.
   uint32_t magazine_size = 256;
   // Empty magazines (magazine_size * 8 bytes each) the depot keeps.
   uint32_t max_empty_magazines = 256;
@@ -110,9 +97,6 @@ struct ObjectPoolOptions {
   // steals from the others only when that is empty. 0: twice the hardware
   // threads, clamped to [4, 64].
   uint32_t depot_shards = 0;
-  // Per-thread bound of the cache, in objects: a cache grows up to it (its
-  // array costs 8 bytes per object). At most 2 * magazine_size: never grows.
-  uint32_t max_thread_cache = uint32_t{1} << 18;
 };
 
 // A snapshot. Thread caches are read without stopping their threads, so under
@@ -128,9 +112,6 @@ struct ObjectPoolStats {
   // Freed objects the pool had to drop, never to reuse: the heap refused
   // the few KiB of a magazine to hold them. Not counted in use or cached.
   uint64_t objects_lost = 0;
-  // Objects the live threads' caches can hold now (their capacities summed):
-  // what the caches have grown to.
-  uint64_t thread_cache_capacity = 0;
 };
 
 template <class T>
@@ -141,8 +122,7 @@ namespace internal {
 // when no pool was ever registered.
 void NotifyObjectPoolDestroyed(const void* pool);
 inline FixedPoolOptions ToFixedPoolOptions(const ObjectPoolOptions& o) {
-  return {o.block_size, o.magazine_size, o.max_empty_magazines, o.depot_shards,
-          o.max_thread_cache};
+  return {o.block_size, o.magazine_size, o.max_empty_magazines, o.depot_shards};
 }
 // Default() pools are built with FixedPoolOptions{}: same defaults.
 static_assert(ObjectPoolOptions{}.block_size == FixedPoolOptions{}.block_size &&
@@ -151,9 +131,7 @@ static_assert(ObjectPoolOptions{}.block_size == FixedPoolOptions{}.block_size &&
               ObjectPoolOptions{}.max_empty_magazines ==
                   FixedPoolOptions{}.max_empty_magazines &&
               ObjectPoolOptions{}.depot_shards ==
-                  FixedPoolOptions{}.depot_shards &&
-              ObjectPoolOptions{}.max_thread_cache ==
-                  FixedPoolOptions{}.max_thread_cache);
+                  FixedPoolOptions{}.depot_shards);
 
 // Storage of ObjectPool<T>::Default(): a union, so that no destructor runs
 // at exit (threads and static destructors may still use the pool).
@@ -233,7 +211,6 @@ class ObjectPool {
     s.bytes_held = f.bytes_held;
     s.blocks_released = f.blocks_released;
     s.objects_lost = f.lost;
-    s.thread_cache_capacity = f.thread_capacity;
     return s;
   }
 
@@ -241,9 +218,8 @@ class ObjectPool {
   // this thread's cache there. Returns the bytes given back to the OS.
   // Default() too: its blocks go back, the pool stays usable.
   size_t Trim() { return pool_.Trim(); }
-  // Moves this thread's cached objects to the depot and its cache back to
-  // its start size (e.g. before the thread idles for long, so that Trim()
-  // can return their blocks).
+  // Moves this thread's cached objects to the depot (e.g. before the thread
+  // idles for long, so that Trim() can return their blocks).
   void FlushThreadCache() { pool_.FlushThreadCache(); }
 
   size_t block_size() const { return pool_.block_size(); }
@@ -269,7 +245,7 @@ class ObjectPool {
 
   // Default()'s cache for this thread. Constant-initialised and trivially
   // destructible: no TLS guard or wrapper call. The TLS model: see
-  // internal/tls_model.h. The pool attaches an array on first use and
+  // internal/tls_model.h. The pool attaches magazines on first use and
   // takes them back at thread exit (ThreadSlots' exit hook).
   ARENARPC_TLS_MODEL static inline thread_local constinit internal::ThreadCache
       default_cache_;

@@ -23,34 +23,6 @@ size_t RoundUp(size_t n, size_t align) {
 // (FailMagazineAllocationsForTest).
 std::atomic<int> magazine_failures{0};
 
-// Whether the test hook says the next heap allocation fails.
-bool InjectedFailure() {
-  return __builtin_expect(magazine_failures.load(std::memory_order_relaxed) > 0,
-                          0) &&
-         magazine_failures.fetch_sub(1, std::memory_order_relaxed) > 0;
-}
-
-// A thread cache's array of `n` slot pointers, or nullptr (a failure must
-// leave the caches and the depot as they were). Large ones are mapped, so
-// that a cache that shrinks or exits gives them back to the OS: the heap
-// would keep them (glibc raises its mmap threshold after such a free).
-constexpr size_t kMappedArrayBytes = size_t{64} << 10;
-size_t MappedArrayBytes(uint32_t n) { return RoundUp(sizeof(void*) * n, 4096); }
-void** NewPointers(uint32_t n) {
-  if (InjectedFailure()) return nullptr;
-  if (sizeof(void*) * n >= kMappedArrayBytes) {
-    return static_cast<void**>(MapMemory(MappedArrayBytes(n)));
-  }
-  return static_cast<void**>(::operator new(sizeof(void*) * n, std::nothrow));
-}
-void FreePointers(void** items, uint32_t n) {
-  if (sizeof(void*) * n >= kMappedArrayBytes) {
-    UnmapMemory(items, MappedArrayBytes(n));
-  } else {
-    ::operator delete(items);
-  }
-}
-
 }  // namespace
 
 void FailMagazineAllocationsForTest(int n) {
@@ -119,11 +91,6 @@ void FixedPool::Configure(size_t slot_size, size_t slot_align,
   num_shards_ = std::clamp(num_shards_, 1u, 1024u);
   max_empty_per_shard_ =
       (options.max_empty_magazines + num_shards_ - 1) / num_shards_;
-  // Room for a refill and a give-back without another depot trip (what two
-  // magazines gave); the bound at most 2^28 slots (2 GiB of pointers).
-  min_thread_capacity_ = 2 * magazine_size_;
-  max_thread_capacity_ = std::clamp(options.max_thread_cache,
-                                    min_thread_capacity_, uint32_t{1} << 28);
   shards_ = std::make_unique<Shard[]>(num_shards_);
 }
 
@@ -132,8 +99,8 @@ FixedPool::~FixedPool() {
   ThreadSlots::Unregister(key_);  // no OnThreadExit from here on
   MutexLock lock(&mu_);
   for (ThreadCache* c : caches_) {
-    FreePointers(c->items, c->capacity.load(std::memory_order_relaxed));
-    ::operator delete(c->spare);
+    ::operator delete(c->loaded);
+    ::operator delete(c->previous);
     // A thread_local cache belongs to its thread; Lazy pools (the only
     // users) are never destroyed, so this is for symmetry only.
     if (!c->in_tls) delete c;
@@ -212,22 +179,23 @@ size_t FixedPool::CarveLocked(void** out, size_t n) {
 
 // --- magazines and the depot -------------------------------------------------
 
-Magazine* FixedPool::NewMagazine() {
-  if (InjectedFailure()) return nullptr;
-  // nothrow: a failure must leave the depot and the caches as they were.
-  auto* m = static_cast<Magazine*>(::operator new (
-      sizeof(Magazine) + sizeof(void*) * size_t{magazine_size_}, std::nothrow));
-  if (m == nullptr) return nullptr;
-  m->next = nullptr;
-  m->count = 0;
-  return m;
-}
-
 Magazine* FixedPool::NewMagazineLocked(Shard& sh) {
   Magazine* m = sh.empty;
-  if (m == nullptr) return NewMagazine();
-  sh.empty = m->next;
-  --sh.empty_count;
+  if (m != nullptr) {
+    sh.empty = m->next;
+    --sh.empty_count;
+  } else {
+    if (__builtin_expect(magazine_failures.load(std::memory_order_relaxed) > 0,
+                         0) &&
+        magazine_failures.fetch_sub(1, std::memory_order_relaxed) > 0) {
+      return nullptr;
+    }
+    // nothrow: a failure must leave the depot and the caches as they were.
+    m = static_cast<Magazine*>(::operator new (
+        sizeof(Magazine) + sizeof(void*) * size_t{magazine_size_},
+        std::nothrow));
+    if (m == nullptr) return nullptr;
+  }
   m->next = nullptr;
   m->count = 0;
   return m;
@@ -283,28 +251,16 @@ Magazine* FixedPool::TakeFullLocked(Shard& sh) {
   return m;
 }
 
-uint32_t FixedPool::RefillFromAnyShard(ThreadCache* c) {
+Magazine* FixedPool::TakeFullFromAnyShard(ThreadCache* c) {
   for (uint32_t i = 0; i < num_shards_; ++i) {
     Shard& sh = shards_[(c->home + i) % num_shards_];
-    Magazine* m;
-    {
-      MutexLock lock(&sh.mu);
-      m = TakeFullLocked(sh);
-      if (m == nullptr) continue;
-      // m becomes this thread's spare; the old one goes back.
-      if (c->spare != nullptr) FreeMagazineLocked(sh, c->spare);
-      c->spare = nullptr;
+    MutexLock lock(&sh.mu);
+    if (Magazine* m = TakeFullLocked(sh)) {
+      FreeMagazineLocked(sh, c->previous);
+      return m;
     }
-    // Copied into the thread's own array, outside the lock: its pops then
-    // walk one contiguous block instead of a magazine somewhere in the heap.
-    const uint32_t n = m->count;
-    std::memcpy(c->items, m->items, n * sizeof(void*));
-    m->count = 0;
-    m->next = nullptr;
-    c->spare = m;
-    return n;
   }
-  return 0;
+  return nullptr;
 }
 
 // --- thread caches -----------------------------------------------------------
@@ -313,20 +269,25 @@ ThreadCache* FixedPool::Attach(ThreadCache* c) {
   const bool in_tls = c != nullptr;
   if (!in_tls) c = new (std::nothrow) ThreadCache;
   if (c == nullptr) return nullptr;  // out of memory: uncached
-  void** items = NewPointers(min_thread_capacity_);
-  if (items == nullptr) {  // out of memory: uncached, retried next time
-    if (!in_tls) delete c;
-    return nullptr;
-  }
   c->in_tls = in_tls;
   c->home = next_home_.fetch_add(1, std::memory_order_relaxed) % num_shards_;
-  c->items = items;
+  Shard& sh = shards_[c->home];
+  {
+    MutexLock lock(&sh.mu);
+    Magazine* loaded = NewMagazineLocked(sh);
+    Magazine* previous = loaded != nullptr ? NewMagazineLocked(sh) : nullptr;
+    if (previous == nullptr) {  // out of memory: uncached, retried next time
+      if (loaded != nullptr) FreeMagazineLocked(sh, loaded);
+      if (!in_tls) delete c;
+      return nullptr;
+    }
+    c->loaded = loaded;
+    c->previous = previous;
+  }
+  c->items = c->loaded->items;
   c->count.store(0, std::memory_order_relaxed);
-  c->capacity.store(min_thread_capacity_, std::memory_order_relaxed);
-  c->spare = nullptr;
-  c->taken = 0;
-  c->given = 0;
-  c->cycle = 0;
+  c->prev_count.store(0, std::memory_order_relaxed);
+  c->capacity = magazine_size_;
   if (!ThreadSlots::Set(key_, c)) {  // the thread is exiting: go uncached
     Detach(c);
     return nullptr;
@@ -340,11 +301,13 @@ void FixedPool::Detach(ThreadCache* c) {
   {
     Shard& sh = shards_[c->home];
     MutexLock lock(&sh.mu);
-    PutItemsLocked(sh, c->items, c->count.load(std::memory_order_relaxed));
-    if (c->spare != nullptr) FreeMagazineLocked(sh, c->spare);
-    c->spare = nullptr;
+    PutItemsLocked(sh, c->loaded->items,
+                   c->count.load(std::memory_order_relaxed));
+    PutItemsLocked(sh, c->previous->items,
+                   c->prev_count.load(std::memory_order_relaxed));
+    FreeMagazineLocked(sh, c->loaded);
+    FreeMagazineLocked(sh, c->previous);
   }
-  FreePointers(c->items, c->capacity.load(std::memory_order_relaxed));
   if (!c->in_tls) {
     delete c;
     return;
@@ -352,22 +315,11 @@ void FixedPool::Detach(ThreadCache* c) {
   // Back to the constant-initialised state: the next use takes the slow
   // path, whose Attach fails on an exiting thread (uncached from then on).
   c->count.store(0, std::memory_order_relaxed);
-  c->capacity.store(0, std::memory_order_relaxed);
+  c->prev_count.store(0, std::memory_order_relaxed);
+  c->capacity = 0;
   c->items = nullptr;
-  c->taken = 0;
-  c->given = 0;
-  c->cycle = 0;
-}
-
-bool FixedPool::Resize(ThreadCache* c, uint32_t capacity) {
-  void** items = NewPointers(capacity);
-  if (items == nullptr) return false;
-  const uint32_t n = c->count.load(std::memory_order_relaxed);
-  std::memcpy(items, c->items, n * sizeof(void*));
-  FreePointers(c->items, c->capacity.load(std::memory_order_relaxed));
-  c->items = items;
-  c->capacity.store(capacity, std::memory_order_relaxed);
-  return true;
+  c->loaded = nullptr;
+  c->previous = nullptr;
 }
 
 void FixedPool::OnThreadExit(void* cache) {
@@ -382,7 +334,7 @@ void FixedPool::OnThreadExit(void* cache) {
 
 void* FixedPool::AllocateSlow(ThreadCache* c) {
   Ready();
-  if (c == nullptr || c->items == nullptr) c = Attach(c);
+  if (c == nullptr || c->loaded == nullptr) c = Attach(c);
   void* p = nullptr;
   if (c == nullptr) {  // uncached: one slot from the depot or a block
     for (uint32_t i = 0; i < num_shards_ && p == nullptr; ++i) {
@@ -407,124 +359,78 @@ void* FixedPool::AllocateSlow(ThreadCache* c) {
   }
   uint32_t n = c->count.load(std::memory_order_relaxed);
   if (n == 0) {
-    n = RefillFromAnyShard(c);
-    if (n == 0) {  // the depot is empty: carve
+    const uint32_t prev = c->prev_count.load(std::memory_order_relaxed);
+    if (prev > 0) {  // the previous magazine still has slots: swap
+      std::swap(c->loaded, c->previous);
+      c->prev_count.store(0, std::memory_order_relaxed);
+      n = prev;
+    } else if (Magazine* m = TakeFullFromAnyShard(c)) {  // both empty
+      c->previous = c->loaded;  // c->previous went to the shard
+      c->loaded = m;
+      n = m->count;
+    } else {  // the depot is empty: carve
       MutexLock lock(&mu_);
-      n = static_cast<uint32_t>(CarveLocked(c->items, magazine_size_));
+      n = static_cast<uint32_t>(CarveLocked(c->loaded->items, magazine_size_));
       if (n == 0) return nullptr;
     }
-    c->taken += n;
-    c->given = 0;
+    c->items = c->loaded->items;
   }
   p = c->items[n - 1];
   c->count.store(n - 1, std::memory_order_relaxed);
   return p;
 }
 
-void FixedPool::MakeRoom(ThreadCache* c, void* p) {
-  const uint32_t capacity = c->capacity.load(std::memory_order_relaxed);
-  const uint32_t n = c->count.load(std::memory_order_relaxed);  // == capacity
-  // Filled up again after taking at least a magazine: the working set
-  // cycles past the array's edge, so every cycle would cost depot trips.
-  // Grow to hold what was taken too (the contiguous array is then all the
-  // thread touches). A pure consumer never takes, so it never grows: the
-  // producer/consumer bound stays as it was.
-  if (c->taken >= magazine_size_) {
-    c->cycle = c->taken;
-    if (capacity < max_thread_capacity_) {
-      const uint64_t want = std::bit_ceil(uint64_t{capacity} + c->taken);
-      const auto grown =
-          static_cast<uint32_t>(std::min<uint64_t>(want, max_thread_capacity_));
-      c->taken = 0;
-      if (Resize(c, grown)) {
-        c->items[n] = p;
-        c->count.store(n + 1, std::memory_order_relaxed);
-        return;
-      }
-    }
-  }
-  c->taken = 0;
-  Shard& sh = shards_[c->home];
-  // Gave more than a whole array plus the last cycle's takes, taking none
-  // back: more than the free half of a cycle, so the thread now frees what
-  // others made (or its working set shrank). The surplus goes to the depot;
-  // from then on each array's worth given halves it again.
-  if (c->given >= capacity + c->cycle && capacity > min_thread_capacity_) {
-    const uint32_t smaller = std::max(capacity / 2, min_thread_capacity_);
-    const uint32_t keep = smaller / 2;
-    {
-      MutexLock lock(&sh.mu);
-      PutItemsLocked(sh, c->items + keep, n - keep);
-    }
-    c->count.store(keep, std::memory_order_relaxed);
-    c->given = 0;
-    c->cycle = 0;
-    Resize(c, smaller);  // if the heap refuses, the surplus went all the same
-    c->items[keep] = p;
-    c->count.store(keep + 1, std::memory_order_relaxed);
-    return;
-  }
-  // The newest magazine's worth goes to the depot as a full magazine,
-  // filled outside the lock; an empty one from the depot becomes the spare.
-  Magazine* m = c->spare != nullptr ? c->spare : NewMagazine();
-  if (m == nullptr) {  // out of memory: p alone to the depot
-    MutexLock lock(&sh.mu);
-    PutItemsLocked(sh, &p, 1);
-    return;
-  }
-  c->spare = nullptr;
-  const uint32_t k = std::min(magazine_size_, n);
-  std::memcpy(m->items, c->items + (n - k), k * sizeof(void*));
-  m->count = k;
-  {
-    MutexLock lock(&sh.mu);
-    m->next = sh.full;
-    sh.full = m;
-    sh.in_depot += k;
-    if (sh.empty != nullptr) c->spare = NewMagazineLocked(sh);
-  }
-  c->given += k;
-  c->items[n - k] = p;
-  c->count.store(n - k + 1, std::memory_order_relaxed);
-}
-
 void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
   Ready();
-  if (c == nullptr || c->items == nullptr) c = Attach(c);
+  if (c == nullptr || c->loaded == nullptr) c = Attach(c);
   if (c == nullptr) {
     Shard& sh = shards_[0];
     MutexLock lock(&sh.mu);
     PutItemsLocked(sh, &p, 1);
     return;
   }
-  const uint32_t n = c->count.load(std::memory_order_relaxed);
-  if (n < c->capacity.load(std::memory_order_relaxed)) {  // just attached
-    c->items[n] = p;
-    c->count.store(n + 1, std::memory_order_relaxed);
-    return;
+  uint32_t n = c->count.load(std::memory_order_relaxed);
+  if (n == magazine_size_) {
+    const uint32_t prev = c->prev_count.load(std::memory_order_relaxed);
+    if (prev < magazine_size_) {  // room in the previous magazine: swap
+      std::swap(c->loaded, c->previous);
+      c->prev_count.store(n, std::memory_order_relaxed);
+      n = prev;
+    } else {  // both full: the previous one goes to the depot
+      Shard& sh = shards_[c->home];
+      MutexLock lock(&sh.mu);
+      Magazine* fresh = NewMagazineLocked(sh);
+      if (fresh == nullptr) {  // out of memory: p alone to the depot
+        PutItemsLocked(sh, &p, 1);
+        return;
+      }
+      c->previous->count = magazine_size_;
+      c->previous->next = sh.full;
+      sh.full = c->previous;
+      sh.in_depot += magazine_size_;
+      c->previous = c->loaded;
+      c->prev_count.store(n, std::memory_order_relaxed);
+      c->loaded = fresh;
+      n = 0;
+    }
+    c->items = c->loaded->items;
   }
-  MakeRoom(c, p);
+  c->items[n] = p;
+  c->count.store(n + 1, std::memory_order_relaxed);
 }
 
 void FixedPool::FlushThreadCache() {
   if (!ready()) return;  // nothing cached yet
   ThreadCache* c = GetCache();
   if (c == nullptr) return;
-  {
-    Shard& sh = shards_[c->home];
-    MutexLock lock(&sh.mu);
-    PutItemsLocked(sh, c->items, c->count.load(std::memory_order_relaxed));
-    if (c->spare != nullptr) FreeMagazineLocked(sh, c->spare);
-    c->spare = nullptr;
-  }
+  Shard& sh = shards_[c->home];
+  MutexLock lock(&sh.mu);
+  PutItemsLocked(sh, c->loaded->items,
+                 c->count.load(std::memory_order_relaxed));
+  PutItemsLocked(sh, c->previous->items,
+                 c->prev_count.load(std::memory_order_relaxed));
   c->count.store(0, std::memory_order_relaxed);
-  c->taken = 0;
-  c->given = 0;
-  c->cycle = 0;
-  // Back to the start size: the thread asked to hold nothing.
-  if (c->capacity.load(std::memory_order_relaxed) > min_thread_capacity_) {
-    Resize(c, min_thread_capacity_);  // if the heap refuses, keep the array
-  }
+  c->prev_count.store(0, std::memory_order_relaxed);
 }
 
 // --- Trim and Stats ----------------------------------------------------------
@@ -616,8 +522,8 @@ FixedPoolStats FixedPool::Stats() const {
   MutexLock lock(&mu_);
   uint64_t in_threads = 0;
   for (const ThreadCache* c : caches_) {
-    in_threads += c->count.load(std::memory_order_relaxed);
-    s.thread_capacity += c->capacity.load(std::memory_order_relaxed);
+    in_threads += c->count.load(std::memory_order_relaxed) +
+                  c->prev_count.load(std::memory_order_relaxed);
   }
   s.cached_in_depot = in_depot;
   s.cached = in_depot + in_threads;

@@ -1,6 +1,5 @@
 // The type-erased engine behind ObjectPool<T>: fixed-size slots carved from
-// aligned blocks, per-thread arrays of slot pointers, a global depot of
-// magazines.
+// aligned blocks, per-thread magazines of slot pointers, a global depot.
 //
 //   arenarpc::internal::FixedPool pool(/*slot_size=*/64, /*slot_align=*/8, {});
 //   void* p = pool.Allocate();   // nullptr only if the OS refuses memory
@@ -13,28 +12,23 @@
 // stride. Slots are carved from the newest block lazily, one batch at a time,
 // so pages of a block that were never handed out are never touched.
 //
-// Caching. Free slots are kept as *pointers*, never as a linked list
-// threaded through the free objects: popping a pointer does not touch the
-// object, so reuse in shuffled order costs no cache miss inside the pool.
-// Each thread caches them in one contiguous array, 2 * `magazine_size` to
-// start with. An empty array takes a magazine (`magazine_size` pointers)
-// from the depot; a full one gives the newest `magazine_size` back, under
-// one short lock. A thread whose full array follows at least a magazine's
-// worth of takes (its working set cycles past the array's edge) grows the
-// array to hold what it took, up to `max_thread_cache`; one that gives back
-// more than its array plus its last cycle's takes, taking none (it now frees
-// what others made), halves it, down to the start size; FlushThreadCache,
-// Trim and thread exit empty it and take it back to the start size. The depot
-// is sharded; each shard stacks full magazines, and a partial one collects the
-// slots of exiting threads and of threads that can no longer cache.
+// Caching. Free slots are kept as *pointers* in magazines (arrays of
+// `magazine_size` pointers), never as a linked list threaded through the free
+// objects: popping a pointer does not touch the object, so reuse in shuffled
+// order costs no cache miss inside the pool. Each thread has two magazines
+// (Bonwick's "loaded" and "previous"); a thread moves whole magazines to and
+// from the depot, by pointer, under one short lock per `magazine_size`
+// operations. The depot is sharded; each shard stacks full magazines, and a
+// partial one collects the slots of exiting threads and of threads that can
+// no longer cache.
 //
 // Thread safety: every member function may be called concurrently. A slot
 // may be freed by another thread than the one that took it; the freeing
-// thread's cache fills up and goes to the depot, where allocating threads
+// thread's magazines fill up and go to the depot, where allocating threads
 // find them before carving new slots, so a producer/consumer pair stays
 // bounded by what is in flight plus the caches.
 // Lifetime: the destructor unmaps every block, including slots still handed
-// out. A thread that exits hands its cache to the depot. A Lazy pool
+// out. A thread that exits hands its magazines to the depot. A Lazy pool
 // (ObjectPool<T>::Default) is constant-initialised, set up by its first slow
 // path, and must never be destroyed: its thread caches are per-type
 // thread_locals that the caller passes in (AllocateWith/DeallocateWith).
@@ -64,8 +58,6 @@ struct FixedPoolOptions {
   uint32_t magazine_size = 256;           // in [1, 2^20]
   uint32_t max_empty_magazines = 256;     // across all shards
   uint32_t depot_shards = 0;  // 0: twice the hardware threads, in [4, 64]
-  // Per-thread cache bound in slots; at most 2 * magazine_size: no growth.
-  uint32_t max_thread_cache = uint32_t{1} << 18;
 };
 
 struct FixedPoolStats {
@@ -77,11 +69,9 @@ struct FixedPoolStats {
   uint64_t bytes_held = 0;       // blocks * block_size
   uint64_t blocks_released = 0;  // unmapped by Trim() since start
   uint64_t lost = 0;  // freed slots dropped: no memory for a magazine
-  uint64_t thread_capacity = 0;  // sum of the live thread caches' capacities
 };
 
-// Test-only: the next `n` magazines or thread-cache arrays the pools would
-// allocate from the heap
+// Test-only: the next `n` magazines the pools would allocate from the heap
 // fail instead, as if the heap were exhausted (0: none). Process-wide; for
 // tests of the out-of-memory paths, never for production use.
 void FailMagazineAllocationsForTest(int n);
@@ -146,8 +136,7 @@ class FixedPool final : private ThreadSlots::Owner {
     if (ARENARPC_DEBUG_CHECKS) DebugCheckReturnable(p);
   }
 
-  // This thread's cached slots -> depot; its cache back to its start size.
-  void FlushThreadCache();
+  void FlushThreadCache();  // this thread's magazines -> depot
   // Unmaps fully free blocks; returns bytes. Unchecked by the thread-safety
   // analysis: it holds every shard, a run-time set of locks.
   size_t Trim() ABSL_NO_THREAD_SAFETY_ANALYSIS;
@@ -219,15 +208,10 @@ class FixedPool final : private ThreadSlots::Owner {
 
   void* AllocateSlow(ThreadCache* c);  // the caller runs OnHandOut
   void DeallocateSlow(ThreadCache* c, void* p);
-  // Gives `c` (nullptr: a new heap cache) an array and registers it for
+  // Gives `c` (nullptr: a new heap cache) magazines and registers it for
   // this thread; nullptr if the thread is exiting (then go uncached).
   ThreadCache* Attach(ThreadCache* c);
-  void Detach(ThreadCache* c);  // slots to the depot; requires nothing
-  // Replaces c's array by one of `capacity` slots holding its first
-  // c->count; false (nothing changed) if the heap refuses it.
-  bool Resize(ThreadCache* c, uint32_t capacity);
-  // A full cache about to take `p`: grows, shrinks or gives slots back.
-  void MakeRoom(ThreadCache* c, void* p);
+  void Detach(ThreadCache* c);  // magazines to the depot; requires nothing
   void OnThreadExit(void* cache) override;
 
   // A depot shard: full magazines, one partial, spare empty ones. A thread
@@ -244,7 +228,6 @@ class FixedPool final : private ThreadSlots::Owner {
   };
 
   // nullptr if the heap refuses memory; nothing changed then.
-  Magazine* NewMagazine();  // from the heap
   Magazine* NewMagazineLocked(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   void FreeMagazineLocked(Shard& s, Magazine* m)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
@@ -253,8 +236,8 @@ class FixedPool final : private ThreadSlots::Owner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   Magazine* TakeFullLocked(Shard& s)  // or nullptr
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
-  // Fills c's empty array from the depot, home shard first; the slots moved.
-  uint32_t RefillFromAnyShard(ThreadCache* c);
+  Magazine* TakeFullFromAnyShard(
+      ThreadCache* c);                      // home first; frees c->previous
   size_t CarveLocked(void** out, size_t n)  // 0: no memory
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   BlockHeader* MapBlock();
@@ -278,8 +261,6 @@ class FixedPool final : private ThreadSlots::Owner {
   uint32_t num_shards_ = 0;
   uint32_t magazine_size_ = 0;
   uint32_t max_empty_per_shard_ = 0;
-  uint32_t min_thread_capacity_ = 0;  // a cache's start size
-  uint32_t max_thread_capacity_ = 0;  // its bound
   ThreadSlots::Key key_;
   std::unique_ptr<Shard[]> shards_;
   std::atomic<uint32_t> next_home_{0};

@@ -1,5 +1,5 @@
-// One thread's cache of free slots for one FixedPool: one contiguous array of
-// slot pointers whose capacity adapts to the thread's working set.
+// One thread's cache of free slots for one FixedPool: two magazines of slot
+// pointers, the one in use ("loaded") reachable in one load.
 //
 //   internal::ThreadCache& c = ...;        // this thread's, for one pool
 //   if (void* p = c.Pop()) use(p);         // else: FixedPool's slow path
@@ -9,16 +9,16 @@
 // compare, one pointer load or store and a count store, with no lock, no
 // atomic read-modify-write and no access to the free object itself.
 //
-// A cache starts detached (capacity 0, no array): Pop sees it empty and
+// A cache starts detached (capacity 0, no magazines): Pop sees it empty and
 // Push sees it full, so the first use of a cache always takes the slow path,
-// which attaches an array. That is what lets a cache be a constant-
+// which attaches magazines. That is what lets a cache be a constant-
 // initialised, trivially destructible `thread_local` (ObjectPool<T>::Default
 // keeps one per type): no TLS guard or wrapper call on the fast path.
 //
-// Thread safety: only the owning thread writes a cache. `count` and
-// `capacity` are relaxed atomics (plain loads and stores on x86 and ARM)
-// because the pool's Stats() reads them from other threads. The other fields
-// are the pool's business (FixedPool), under its rules.
+// Thread safety: only the owning thread writes a cache. The counts are
+// relaxed atomics (plain loads and stores on x86 and ARM) because the pool's
+// Stats() reads them from other threads. The magazine fields are the pool's
+// business (FixedPool), under its rules.
 #ifndef ARENARPC_INTERNAL_THREAD_CACHE_H_
 #define ARENARPC_INTERNAL_THREAD_CACHE_H_
 
@@ -30,23 +30,16 @@ namespace arenarpc::internal {
 struct Magazine;  // FixedPool's: an array of slot pointers
 
 struct alignas(64) ThreadCache {
-  std::atomic<uint32_t> count{0};     // pointers in `items`
-  std::atomic<uint32_t> capacity{0};  // of `items`; 0 while detached
-  void** items = nullptr;             // the array, owned; nullptr detached
-  uint32_t home = 0;                  // depot shard
-  // An empty magazine of this thread's, so that slots are copied to and
-  // from the depot outside its lock; nullptr if none.
-  Magazine* spare = nullptr;
-  // Slow-path bookkeeping (FixedPool), deciding growth and shrinking: slots
-  // taken from the depot (or carved) since the cache was last full; given
-  // to the depot since it last took any; taken by the last cycle that took
-  // at least a magazine.
-  uint64_t taken = 0;
-  uint64_t given = 0;
-  uint64_t cycle = 0;
+  std::atomic<uint32_t> count{0};       // pointers in `items`
+  uint32_t capacity = 0;                // magazine size; 0 while detached
+  void** items = nullptr;               // loaded->items
+  std::atomic<uint32_t> prev_count{0};  // pointers in `previous`
+  uint32_t home = 0;                    // depot shard
+  Magazine* loaded = nullptr;           // nullptr while detached
+  Magazine* previous = nullptr;
   bool in_tls = false;  // a per-type thread_local: reset, never deleted
 
-  // A free slot, or nullptr if the array is empty.
+  // A free slot, or nullptr if the loaded magazine is empty.
   void* Pop() {
     const uint32_t n = count.load(std::memory_order_relaxed);
     if (__builtin_expect(n == 0, 0)) return nullptr;
@@ -57,12 +50,10 @@ struct alignas(64) ThreadCache {
     return p;
   }
 
-  // Caches `p`; false if the array is full (or the cache detached).
+  // Caches `p`; false if the loaded magazine is full (or the cache detached).
   bool Push(void* p) {
     const uint32_t n = count.load(std::memory_order_relaxed);
-    if (__builtin_expect(n == capacity.load(std::memory_order_relaxed), 0)) {
-      return false;
-    }
+    if (__builtin_expect(n == capacity, 0)) return false;
     items[n] = p;
     count.store(n + 1, std::memory_order_relaxed);
     return true;
