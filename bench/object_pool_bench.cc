@@ -29,7 +29,8 @@
 // --mode=prodcons: --producers threads allocate --objects objects in total
 // and hand them in batches through a bounded queue (--in_flight objects) to
 // --consumers threads that free them; prints ns per pair, the peak RSS
-// growth and, for the pools, the peak bytes the pool held against its bound.
+// growth and, for the pools, the peak bytes the pool held against its bound;
+// cpu_ns: the process CPU time per object (all threads).
 #include <dlfcn.h>
 #include <malloc.h>
 #include <sys/resource.h>
@@ -417,6 +418,7 @@ void ProdConsOnce(const Flags& f, const std::string& label) {
     }
   });
   const double start = Now();
+  const double cpu_start = CpuSeconds();
   std::vector<std::thread> producers, consumers;
   for (int t = 0; t < f.producers; ++t) {
     producers.emplace_back([&, t] {
@@ -459,14 +461,17 @@ void ProdConsOnce(const Flags& f, const std::string& label) {
   }
   for (auto& t : consumers) t.join();
   const double elapsed = Now() - start;
+  const double cpu = CpuSeconds() - cpu_start;  // the RSS sampler's included
   done.store(true);
   sampler.join();
   const size_t r = RssBytes();
   if (r > peak.load()) peak.store(r);
-  std::printf("prodcons %s %d:%d %d ns_per_pair=%.2f peak_rss_growth_mb=%.1f",
-              label.c_str(), f.producers, f.consumers, f.objects,
-              elapsed * 1e9 / f.objects,
-              (double(peak.load()) - double(base)) / 1048576.0);
+  std::printf(
+      "prodcons %s %d:%d %d ns_per_pair=%.2f cpu_ns=%.2f "
+      "peak_rss_growth_mb=%.1f",
+      label.c_str(), f.producers, f.consumers, f.objects,
+      elapsed * 1e9 / f.objects, cpu * 1e9 / f.objects,
+      (double(peak.load()) - double(base)) / 1048576.0);
   PrintPoolBound<A>(f, kBatch);
   std::printf("\n");
 }
