@@ -41,7 +41,8 @@ class MixedServiceTest : public ::testing::TestWithParam<AllocationMode> {};
 
 TEST_P(MixedServiceTest, EveryUnaryMethodServedOnItsOwnApi) {
   MixedKv service;
-  const InstallResult r = ::etcdserverpb::InstallKVAllocators(&service, GetParam());
+  const InstallResult r =
+      ::etcdserverpb::InstallKVAllocators(&service, GetParam());
   ASSERT_TRUE(r.ok()) << r.ToString();
   EXPECT_EQ(r.unary_methods(), 5);
   EXPECT_EQ(r.served(), 5) << r.ToString();

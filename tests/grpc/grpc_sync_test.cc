@@ -69,13 +69,27 @@ TEST(SyncInstallTest, InstallingTwiceReplacesTheFirstInstall) {
             1);
 }
 
+// gRPC log lines of a failed install ("arenarpc: nothing installed: ...").
+std::atomic<int> g_install_errors{0};
+void CountInstallErrors(gpr_log_func_args* args) {
+  if (args->severity == GPR_LOG_SEVERITY_ERROR &&
+      std::string_view(args->message).find("arenarpc: nothing installed") !=
+          std::string_view::npos) {
+    g_install_errors.fetch_add(1);
+  }
+}
+
 // Each kind of method an install cannot serve: a failed result naming it
-// and why (never a quiet 0).
+// and why, and one error line in gRPC's log (never a quiet 0).
 template <class Service>
 void ExpectNotServed(std::string_view why) {
   Service service;
+  g_install_errors = 0;
+  gpr_set_log_function(CountInstallErrors);
   const InstallResult r =
       echo::InstallEchoServiceAllocators(&service, AllocationMode::kArena);
+  gpr_set_log_function(nullptr);
+  EXPECT_EQ(g_install_errors.load(), 1);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(r.served(), 0);
