@@ -89,6 +89,7 @@
 #include <google/protobuf/message.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -185,6 +186,7 @@ class MessagePoolCore {
   static google::protobuf::Message* MessageOf(Entry* entry);
   MessagePoolStats Stats() const;
   void Trim();
+  size_t ReleaseIdleCaches(std::chrono::milliseconds idle_for);
   const std::string& reuse_limit() const { return reuse_limit_; }
 
  private:
@@ -347,6 +349,16 @@ class MessagePool {
   // burst, what the burst sized goes back. The gRPC adapters' idle trimming
   // calls it on the shared pools.
   void Trim() { core_.Trim(); }
+  // Destroys the instances cached by threads that have not acquired or
+  // returned any for `idle_for` (observed across calls, as
+  // PagePool::ReleaseIdleCaches; zero: every thread not in the pool at this
+  // instant), so that the threads of a past burst do not keep theirs
+  // forever. Returns how many were destroyed. The threads keep working: a
+  // cache refills on its next Acquire(). The gRPC adapters' idle trimming
+  // and pooled-memory cap call it on the shared pools.
+  size_t ReleaseIdleCaches(std::chrono::milliseconds idle_for) {
+    return core_.ReleaseIdleCaches(idle_for);
+  }
   // Why reuse cannot keep all of T on this protobuf version ("" if it
   // can): the first field whose content Clear() drops, as a path. Unless
   // reuse_lossy_types is set, a pool of such a type serves fresh arenas.

@@ -121,6 +121,10 @@ struct GrpcStats {
   uint64_t over_cap_heap_calls = 0;
   uint64_t over_cap_trims = 0;
   uint64_t idle_trims = 0;  // ServerOptions::idle_trim: trims done
+  // Background threads (idle trimming, kAuto's and shadow measuring) that
+  // could not be started (e.g. the process at its thread limit): that work
+  // is then not done; calls are served as usual. Logged once to stderr.
+  uint64_t background_thread_failures = 0;
   std::vector<MeasuredMethodStats> auto_methods;    // kAuto's choices
   std::vector<MeasuredMethodStats> shadow_methods;  // shadow measurement
   MeasuringCost measuring;
