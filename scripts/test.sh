@@ -41,7 +41,8 @@ if leg tsa; then
   use_ccache
   cmake -S . -B build/tsa -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_COMPILER=clang++-14 -DARENARPC_BUILD_TESTS=OFF -DARENARPC_WERROR=ON \
-    -DARENARPC_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DARENARPC_BUILD_BENCH=OFF -DARENARPC_BUILD_TOOLS=ON \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
     "-DCMAKE_CXX_FLAGS=-fsized-deallocation -Wthread-safety -Werror=thread-safety"
   cmake --build build/tsa -j "$jobs" \
     --target arenarpc arenarpc_grpc arenarpc_echo_server
