@@ -74,8 +74,8 @@ namespace arenarpc {
 
 struct ArenaOptions {
   // The options of PagePool::Default(). pages.page_size is also the arena
-  // block size; messages bigger than a few pages do best with pages of at
-  // least 1/8 of their in-memory size.
+  // block size: a message larger than a page spans several blocks, and one
+  // allocation larger than a page gets a heap block of its own.
   PagePoolOptions pages;
   // Idle arenas kept per thread and process-wide (each holds one page).
   size_t idle_arenas_per_thread = 4;

@@ -21,9 +21,11 @@
 // repeated fields, string buffers, sub-messages with a has-bit. Some types
 // Clear() cannot keep whole (on protobuf 3.21: proto3 singular message
 // fields without has-bit, oneof members, map entries; ReuseLimit() names the
-// first): measured on real services (bench/corpus), Clear()-and-reuse of
-// such a type costs up to 1.2x a fresh arena, since Clear() walks the
-// message and the dropped parts are allocated again anyway. So by default a
+// first): on the real services of bench/corpus, clearing such a message
+// and parsing into it again took 1.5-1.9x a fresh arena's time in-process
+// (5.2x on HoraeDB; docs/MESSAGE_POOL.md, kept output
+// docs/raw/corpus/inprocess.md), since Clear() walks the message and the
+// dropped parts are allocated again anyway. So by default a
 // pool of such a type does not Clear(): each use gets a fresh arena (the
 // instance's arena is reset on return), which is exactly arena mode.
 // `reuse_lossy_types` turns Clear()-and-reuse on for them anyway; what
