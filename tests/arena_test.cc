@@ -127,6 +127,17 @@ TEST(ArenaTest, ReleaseIdleArenasDropsASleepingThreadsArenas) {
   worker.join();
 }
 
+// An exited thread's idle arenas go to the shared list; idle_for zero
+// drains it too (mutation check: the shared list was not covered).
+TEST(ArenaTest, ReleaseIdleArenasZeroDrainsTheSharedList) {
+  std::thread([] {
+    std::vector<ScopedArena> many(10);  // more than a thread keeps
+  }).join();
+  ASSERT_GE(GetArenaStats().arenas_idle, 6u);
+  EXPECT_GE(ReleaseIdleArenas(std::chrono::milliseconds(0)), 6u);
+  EXPECT_EQ(GetArenaStats().arenas_idle, 0u);
+}
+
 TEST(ArenaTest, DestructorsOfNonMessagesRun) {
   int destroyed = 0;
   struct Probe {

@@ -495,6 +495,21 @@ TEST(MessagePoolTest, ReleaseIdleCachesFreesIdleThreadsInstances) {
   idle.join();
 }
 
+// rebuild_every = n: the n-th use is the instance's last (mutation check:
+// off by one went unnoticed before).
+TEST(MessagePoolTest, RebuiltAfterExactlyRebuildEveryUses) {
+  MessagePoolOptions o = Reusing();
+  o.rebuild_every = 3;
+  MessagePool<Node> pool(o);
+  for (int i = 0; i < 2; ++i) pool.Acquire()->set_name("use");
+  EXPECT_EQ(pool.Stats().rebuilt_aged, 0u);
+  pool.Acquire()->set_name("third use");
+  EXPECT_EQ(pool.Stats().rebuilt_aged, 1u);
+  EXPECT_EQ(pool.Stats().created, 1u);
+  pool.Acquire()->set_name("a new instance");
+  EXPECT_EQ(pool.Stats().created, 2u);
+}
+
 TEST(MessagePoolTest, HandlesMoveAndResetEarly) {
   MessagePool<Node> pool(Reusing());
   auto a = pool.Acquire();
