@@ -7,16 +7,19 @@
 # and the gRPC adapters without a gRPC runtime: Debian's gRPC is not
 # TSan-instrumented, see docs/GRPC.md), then the core against protobuf 33.6
 # under ASan (see the end; skipped, and said so, without the sources).
-# Installs what it needs first. Then the fuzz leg: each libFuzzer harness
+# Installs what it needs first. The release leg builds everything (library,
+# tests, benchmarks, tools) as a user's Release build does (gcc -O2 warns
+# about more than -O0: -Wrestrict, -Wmaybe-uninitialized), with -Werror;
+# it runs nothing, and through ccache a warm run costs little. Then the fuzz leg: each libFuzzer harness
 # for 60 s (scripts/fuzz.sh). Every build treats warnings as errors
 # (ARENARPC_WERROR). ARENARPC_TEST_LEGS picks legs (default
-# "format tsa asan tsan fuzz modern").
+# "format tsa release asan tsan fuzz modern").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 
 jobs=$(nproc)
-legs=" ${ARENARPC_TEST_LEGS:-format tsa asan tsan fuzz modern} "
+legs=" ${ARENARPC_TEST_LEGS:-format tsa release asan tsan fuzz modern} "
 leg() { [[ "$legs" == *" $1 "* ]]; }
 
 if leg format; then
@@ -41,12 +44,25 @@ if leg tsa; then
   use_ccache
   cmake -S . -B build/tsa -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_COMPILER=clang++-14 -DARENARPC_BUILD_TESTS=OFF -DARENARPC_WERROR=ON \
-    -DARENARPC_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DARENARPC_BUILD_BENCH=OFF -DARENARPC_BUILD_TOOLS=ON \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
     "-DCMAKE_CXX_FLAGS=-fsized-deallocation -Wthread-safety -Werror=thread-safety"
   cmake --build build/tsa -j "$jobs" \
     --target arenarpc arenarpc_grpc arenarpc_echo_server
   )
   echo "test.sh: the tsa leg took $((SECONDS - leg_start)) s"
+fi
+
+if leg release; then
+  leg_start=$SECONDS
+  (
+  use_ccache
+  cmake -S . -B build/release-werror -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DARENARPC_WERROR=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DCMAKE_C_COMPILER_LAUNCHER=ccache
+  cmake --build build/release-werror -j "$jobs"
+  )
+  echo "test.sh: the release leg took $((SECONDS - leg_start)) s"
 fi
 
 if leg asan; then

@@ -321,16 +321,34 @@ uint64_t ScopedArena::SpaceAllocated() const { return 0; }
 
 #else
 
-ScopedArena::ScopedArena()
-    : arena_(internal::AcquireArena()), resource_(arena_) {}
+ScopedArena::ScopedArena() : arena_(internal::AcquireArena()) {}
 
 void ScopedArena::Release() {
+  // The resource is on the arena: released with it.
+  resource_.store(nullptr, std::memory_order_relaxed);
   if (arena_ != nullptr) internal::ReleaseArena(arena_);
   arena_ = nullptr;
-  resource_ = ArenaMemoryResource();
 }
 
-std::pmr::memory_resource* ScopedArena::memory_resource() { return &resource_; }
+std::pmr::memory_resource* ScopedArena::memory_resource() {
+  ArenaMemoryResource* r = resource_.load(std::memory_order_acquire);
+  if (r != nullptr) return r;
+  if (arena_ == nullptr) {
+    // Moved from: no arena to allocate on (allocating aborts).
+    static ArenaMemoryResource no_arena;
+    return &no_arena;
+  }
+  // On the arena itself, so that it moves with the arena (a resource handed
+  // out before a move stays valid in the new owner).
+  auto* made =
+      google::protobuf::Arena::Create<ArenaMemoryResource>(arena_, arena_);
+  // Two threads may race here: the loser's resource stays unused on the
+  // arena (a few bytes, released with it).
+  if (resource_.compare_exchange_strong(r, made, std::memory_order_acq_rel)) {
+    return made;
+  }
+  return r;
+}
 
 uint64_t ScopedArena::SpaceAllocated() const {
   return arena_ != nullptr ? arena_->SpaceAllocated() : 0;
@@ -348,8 +366,9 @@ ScopedArena& ScopedArena::operator=(ScopedArena&& other) noexcept {
   if (this != &other) {
     Release();
     arena_ = std::exchange(other.arena_, nullptr);
-    resource_ = ArenaMemoryResource(arena_);
-    other.resource_ = ArenaMemoryResource();
+    resource_.store(
+        other.resource_.exchange(nullptr, std::memory_order_relaxed),
+        std::memory_order_relaxed);
 #ifdef ARENARPC_DISABLE_ARENAS
     owned_ = std::move(other.owned_);
     other.owned_.clear();

@@ -237,6 +237,10 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
 
 void MessagePoolCore::Trim() { cache_->DrainDepot(); }
 
+size_t MessagePoolCore::ReleaseIdleCaches(std::chrono::milliseconds idle_for) {
+  return cache_->ReleaseIdle(idle_for);
+}
+
 MessagePoolStats MessagePoolCore::Stats() const {
   const PointerCacheStats c = cache_->Stats();
   MessagePoolStats s;

@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "test_messages.pb.h"
 
 namespace arenarpc::test {
 
 inline Leaf MakeLeaf(int i, int size) {
   Leaf leaf;
-  leaf.set_text("leaf-" + std::to_string(i) + std::string(size % 40, 'x'));
+  leaf.set_text(absl::StrCat("leaf-", i, std::string(size % 40, 'x')));
   leaf.set_data(std::string(size, static_cast<char>('a' + i % 26)));
   for (int k = 0; k < size % 7; ++k) leaf.add_numbers(i * 1000 + k);
   return leaf;
@@ -26,13 +27,13 @@ inline Leaf MakeLeaf(int i, int size) {
 inline Node MakeNode(int i, int scale) {
   Node n;
   n.set_id(i);
-  n.set_name("node-" + std::to_string(i));
-  for (int k = 0; k < 2 * scale; ++k) n.add_tags("tag-" + std::to_string(k));
+  n.set_name(absl::StrCat("node-", i));
+  for (int k = 0; k < 2 * scale; ++k) n.add_tags(absl::StrCat("tag-", k));
   for (int k = 0; k < scale; ++k) *n.add_leaves() = MakeLeaf(i + k, 8 + k % 32);
   for (int k = 0; k < scale / 2; ++k)
-    (*n.mutable_by_name())["k" + std::to_string(k)] = MakeLeaf(k, 4);
+    (*n.mutable_by_name())[absl::StrCat("k", k)] = MakeLeaf(k, 4);
   for (int k = 0; k < scale / 2; ++k)
-    (*n.mutable_labels())[k] = "v" + std::to_string(k);
+    (*n.mutable_labels())[k] = absl::StrCat("v", k);
   *n.mutable_main() = MakeLeaf(i, 16);
   if (i % 2 == 0) *n.mutable_extra() = MakeLeaf(i + 1, 12);
   if (i % 3 == 0) {
@@ -56,8 +57,8 @@ inline Batch MakeBatch(int i, int series) {
     Series* x = b.add_series();
     for (int l = 0; l < 4; ++l) {
       Label* label = x->add_labels();
-      label->set_name("label" + std::to_string(l));
-      label->set_value("value-" + std::to_string(i + s + l));
+      label->set_name(absl::StrCat("label", l));
+      label->set_value(absl::StrCat("value-", i + s + l));
     }
     for (int k = 0; k < 3; ++k) {
       Sample* sample = x->add_samples();
@@ -71,11 +72,11 @@ inline Batch MakeBatch(int i, int series) {
 // The proto3 trap: the bulk sits under a field Clear() deletes (3.21).
 inline Envelope MakeEnvelope(int i, int leaves) {
   Envelope e;
-  e.set_id("env-" + std::to_string(i));
+  e.set_id(absl::StrCat("env-", i));
   for (int k = 0; k < leaves; ++k)
     *e.mutable_body()->add_leaves() = MakeLeaf(i + k, 24);
   for (int k = 0; k < leaves; ++k)
-    e.mutable_body()->add_names("name-" + std::to_string(k));
+    e.mutable_body()->add_names(absl::StrCat("name-", k));
   *e.mutable_body()->mutable_head() = MakeLeaf(i, 8);
   return e;
 }

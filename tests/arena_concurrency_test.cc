@@ -2,8 +2,11 @@
 // the messages have no map fields (see Record in test_messages.proto).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <deque>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -33,34 +36,66 @@ TEST(ArenaConcurrencyTest, ManyThreadsBuildAndParse) {
   for (auto& th : threads) th.join();
 }
 
+// Counts its destruction, and on which thread it happened.
+struct DestroyProbe {
+  DestroyProbe(std::atomic<int>* n, std::atomic<int>* elsewhere)
+      : n(n), elsewhere(elsewhere), made_on(std::this_thread::get_id()) {}
+  ~DestroyProbe() {
+    n->fetch_add(1);
+    if (std::this_thread::get_id() != made_on) elsewhere->fetch_add(1);
+  }
+  std::atomic<int>* n;
+  std::atomic<int>* elsewhere;
+  std::thread::id made_on;
+};
+
+struct Made {
+  ScopedArena arena;
+  test::Record* record = nullptr;
+  std::string wire;  // what *record serialized to when made
+};
+
 TEST(ArenaConcurrencyTest, ArenasDestroyedOnAnotherThread) {
   // Like a gRPC call finished from another thread: made here, dropped there.
   std::mutex mu;
-  std::deque<std::pair<ScopedArena, std::string>> queue;
+  std::deque<Made> queue;
+  std::atomic<int> destroyed{0}, destroyed_elsewhere{0};
+  const uint64_t acquired_before = GetArenaStats().arenas_acquired;
   std::thread producer([&] {
     std::mt19937 rng(9);
     for (int i = 0; i < 300; ++i) {
-      ScopedArena arena;
-      test::Record* node = arena.Create<test::Record>();
-      test::FillRecord(rng, 2, node);
-      std::string wire = node->SerializeAsString();
+      Made m;
+      m.record = m.arena.Create<test::Record>();
+      test::FillRecord(rng, 2, m.record);
+      m.wire = m.record->SerializeAsString();
+      m.arena.Create<DestroyProbe>(&destroyed, &destroyed_elsewhere);
       std::lock_guard<std::mutex> lock(mu);
-      queue.emplace_back(std::move(arena), std::move(wire));
+      queue.push_back(std::move(m));
     }
   });
-  int consumed = 0;
+  int consumed = 0, intact = 0;
   while (consumed < 300) {
-    std::pair<ScopedArena, std::string> item;
+    std::optional<Made> item;  // empty: holds no arena while waiting
     {
       std::lock_guard<std::mutex> lock(mu);
       if (queue.empty()) continue;
-      item = std::move(queue.front());
+      item.emplace(std::move(queue.front()));
       queue.pop_front();
     }
+    // The message moved with its arena, content intact on this thread.
+    if (item->record->SerializeAsString() == item->wire) ++intact;
     ++consumed;  // item's arena is reset here, on this thread
   }
   producer.join();
-  EXPECT_EQ(consumed, 300);
+  EXPECT_EQ(intact, 300);
+  // Every scope's destructors ran, on this (the consumer's) thread.
+  EXPECT_EQ(destroyed.load(), 300);
+  EXPECT_EQ(destroyed_elsewhere.load(), 300);
+  EXPECT_EQ(GetArenaStats().arenas_acquired - acquired_before, 300u);
+  // The pages went back: in use is at most the first page of each idle
+  // arena.
+  EXPECT_LE(PagePool::Default().Stats().pages_in_use,
+            GetArenaStats().arenas_idle);
 }
 
 TEST(ArenaConcurrencyTest, PoolBoundedAfterThreadsExit) {

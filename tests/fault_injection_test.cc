@@ -253,6 +253,15 @@ TEST(ArenaFaultTest, PagesRefusedArenaFallsBackToHeapThenBack) {
     EXPECT_GT(PagePool::Default().Stats().pages_in_use, pages_in_use);
   }
   EXPECT_EQ(GetArenaStats().blocks_from_heap_fallback, fallback_after);
+  // Once no heap block is alive, released arenas are kept idle again (while
+  // one is, they are destroyed): the next scopes reuse one arena.
+  { ScopedArena warm; }
+  const ArenaStats before = GetArenaStats();
+  for (int i = 0; i < 5; ++i) {
+    ScopedArena arena;
+  }
+  EXPECT_EQ(GetArenaStats().arenas_created, before.arenas_created);
+  EXPECT_GE(GetArenaStats().arenas_idle, 1u);
 }
 
 TEST(MessagePoolFaultTest, PagesRefusedAcquireAndParseStillWork) {

@@ -58,6 +58,20 @@ TEST(MonotonicPageResourceTest, AlignmentAndLargeRequests) {
   EXPECT_EQ(resource.pages_held(), 1u);
 }
 
+// Larger than half a page: the heap, never a page of its own (the header's
+// rule; a request between half and a whole page would otherwise waste the
+// rest of a page).
+TEST(MonotonicPageResourceTest, OverHalfAPageGoesToTheHeap) {
+  PagePool pool(Options());
+  MonotonicPageResource resource(pool);
+  void* p = resource.allocate(pool.page_size() * 3 / 4, 8);
+  std::memset(p, 1, pool.page_size() * 3 / 4);
+  EXPECT_EQ(resource.pages_held(), 0u);
+  EXPECT_EQ(pool.Stats().pages_in_use, 0u);
+  EXPECT_NE(resource.allocate(pool.page_size() / 4, 8), nullptr);  // a page
+  EXPECT_EQ(resource.pages_held(), 1u);
+}
+
 TEST(MonotonicPageResourceTest, EqualityIsIdentity) {
   PagePool pool(Options());
   MonotonicPageResource a(pool), b(pool);

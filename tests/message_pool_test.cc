@@ -4,7 +4,11 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "arenarpc/arena.h"
@@ -452,6 +456,58 @@ TEST(MessagePoolTest, IdleInstancesAreBounded) {
   EXPECT_EQ(s.in_use, 0u);
   EXPECT_LE(s.idle, 5u);
   EXPECT_GE(s.dropped_idle, 15u);
+}
+
+// A thread that used the pool and then idles (alive) keeps its cached
+// instances until they are released as idle; an active thread's stay.
+TEST(MessagePoolTest, ReleaseIdleCachesFreesIdleThreadsInstances) {
+  MessagePool<Node> pool(Reusing());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool used = false, stop = false;
+  std::thread idle([&] {
+    { auto a = pool.Acquire(), b = pool.Acquire(); }
+    std::unique_lock<std::mutex> lock(mu);
+    used = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return stop; });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return used; });
+  }
+  ASSERT_EQ(pool.Stats().idle, 2u);
+  pool.Trim();  // the depot only
+  EXPECT_EQ(pool.Stats().idle, 2u);
+  EXPECT_EQ(pool.ReleaseIdleCaches(std::chrono::milliseconds(0)), 2u);
+  const MessagePoolStats s = pool.Stats();
+  EXPECT_EQ(s.idle, 0u);
+  EXPECT_EQ(s.retained_bytes, 0u);
+  // An hour's idleness, first seen now: nothing is released yet.
+  { auto c = pool.Acquire(); }
+  EXPECT_EQ(pool.ReleaseIdleCaches(std::chrono::hours(1)), 0u);
+  EXPECT_EQ(pool.Stats().idle, 1u);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+  }
+  cv.notify_all();
+  idle.join();
+}
+
+// rebuild_every = n: the n-th use is the instance's last (mutation check:
+// off by one went unnoticed before).
+TEST(MessagePoolTest, RebuiltAfterExactlyRebuildEveryUses) {
+  MessagePoolOptions o = Reusing();
+  o.rebuild_every = 3;
+  MessagePool<Node> pool(o);
+  for (int i = 0; i < 2; ++i) pool.Acquire()->set_name("use");
+  EXPECT_EQ(pool.Stats().rebuilt_aged, 0u);
+  pool.Acquire()->set_name("third use");
+  EXPECT_EQ(pool.Stats().rebuilt_aged, 1u);
+  EXPECT_EQ(pool.Stats().created, 1u);
+  pool.Acquire()->set_name("a new instance");
+  EXPECT_EQ(pool.Stats().created, 2u);
 }
 
 TEST(MessagePoolTest, HandlesMoveAndResetEarly) {

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "arenarpc/internal/check.h"
 
 namespace arenarpc {
@@ -107,8 +108,7 @@ TEST(ObjectPoolTest, ForwardsArgumentsAndRunsDestructorsOnce) {
   int destroyed = 0;
   std::vector<Tracked*> objects;
   for (int i = 0; i < 1000; ++i) {
-    objects.push_back(pool.New(&constructed, &destroyed,
-                               "n" + std::to_string(i),
+    objects.push_back(pool.New(&constructed, &destroyed, absl::StrCat("n", i),
                                std::make_unique<int>(i)));
   }
   EXPECT_EQ(constructed, 1000);

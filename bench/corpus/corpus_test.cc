@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "arenarpc/message_pool.h"
 
 namespace arenarpc::corpus {
@@ -64,8 +65,8 @@ TEST(CorpusTest, RegistryIsComplete) {
     for (int i = 0; i < file->service_count() && method == nullptr; ++i) {
       for (int j = 0; j < file->service(i)->method_count(); ++j) {
         const auto* m = file->service(i)->method(j);
-        if (s.method == "/" + std::string(m->service()->full_name()) + "/" +
-                            std::string(m->name())) {
+        if (s.method ==
+            absl::StrCat("/", m->service()->full_name(), "/", m->name())) {
           method = m;
         }
       }

@@ -53,6 +53,7 @@
 #include <google/protobuf/arena.h>
 #include <google/protobuf/message_lite.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -73,8 +74,8 @@ namespace arenarpc {
 
 struct ArenaOptions {
   // The options of PagePool::Default(). pages.page_size is also the arena
-  // block size; messages bigger than a few pages do best with pages of at
-  // least 1/8 of their in-memory size.
+  // block size: a message larger than a page spans several blocks, and one
+  // allocation larger than a page gets a heap block of its own.
   PagePoolOptions pages;
   // Idle arenas kept per thread and process-wide (each holds one page).
   size_t idle_arenas_per_thread = 4;
@@ -148,7 +149,10 @@ class ScopedArena {
   template <class T, class... Args>
   T* Create(Args&&... args);
 
-  // A monotonic resource over the same pages, released with the arena.
+  // A monotonic resource over the same pages, released with the arena. It
+  // lives on the arena and follows it: after a move, a resource handed out
+  // before allocates on the moved arena (its new owner's); a moved-from
+  // ScopedArena's resource aborts on allocation (no arena).
   std::pmr::memory_resource* memory_resource();
 
   // Bytes of arena blocks in use by this scope (protobuf's SpaceAllocated).
@@ -158,7 +162,9 @@ class ScopedArena {
   void Release();
 
   google::protobuf::Arena* arena_ = nullptr;
-  ArenaMemoryResource resource_;
+  // Made on *arena_ at the first memory_resource() (so it moves with the
+  // arena); atomic: memory_resource() may run on several threads at once.
+  std::atomic<ArenaMemoryResource*> resource_{nullptr};
 #ifdef ARENARPC_DISABLE_ARENAS
   // Heap objects created while arenas are disabled, deleted in reverse.
   // Locked: Create() may run on several threads, as on a real arena.

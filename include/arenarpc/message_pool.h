@@ -21,9 +21,11 @@
 // repeated fields, string buffers, sub-messages with a has-bit. Some types
 // Clear() cannot keep whole (on protobuf 3.21: proto3 singular message
 // fields without has-bit, oneof members, map entries; ReuseLimit() names the
-// first): measured on real services (bench/corpus), Clear()-and-reuse of
-// such a type costs up to 1.2x a fresh arena, since Clear() walks the
-// message and the dropped parts are allocated again anyway. So by default a
+// first): on the real services of bench/corpus, clearing such a message
+// and parsing into it again took 1.5-1.9x a fresh arena's time in-process
+// (5.2x on HoraeDB; docs/MESSAGE_POOL.md, kept output
+// docs/raw/corpus/inprocess.md), since Clear() walks the message and the
+// dropped parts are allocated again anyway. So by default a
 // pool of such a type does not Clear(): each use gets a fresh arena (the
 // instance's arena is reset on return), which is exactly arena mode.
 // `reuse_lossy_types` turns Clear()-and-reuse on for them anyway; what
@@ -89,6 +91,7 @@
 #include <google/protobuf/message.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -185,6 +188,7 @@ class MessagePoolCore {
   static google::protobuf::Message* MessageOf(Entry* entry);
   MessagePoolStats Stats() const;
   void Trim();
+  size_t ReleaseIdleCaches(std::chrono::milliseconds idle_for);
   const std::string& reuse_limit() const { return reuse_limit_; }
 
  private:
@@ -347,6 +351,16 @@ class MessagePool {
   // burst, what the burst sized goes back. The gRPC adapters' idle trimming
   // calls it on the shared pools.
   void Trim() { core_.Trim(); }
+  // Destroys the instances cached by threads that have not acquired or
+  // returned any for `idle_for` (observed across calls, as
+  // PagePool::ReleaseIdleCaches; zero: every thread not in the pool at this
+  // instant), so that the threads of a past burst do not keep theirs
+  // forever. Returns how many were destroyed. The threads keep working: a
+  // cache refills on its next Acquire(). The gRPC adapters' idle trimming
+  // and pooled-memory cap call it on the shared pools.
+  size_t ReleaseIdleCaches(std::chrono::milliseconds idle_for) {
+    return core_.ReleaseIdleCaches(idle_for);
+  }
   // Why reuse cannot keep all of T on this protobuf version ("" if it
   // can): the first field whose content Clear() drops, as a path. Unless
   // reuse_lossy_types is set, a pool of such a type serves fresh arenas.

@@ -21,6 +21,7 @@
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/internal/mutex.h"
 #include "arenarpc/page_pool.h"
+#include "src/internal/background_thread.h"
 
 namespace arenarpc {
 namespace internal {
@@ -34,7 +35,9 @@ std::atomic<uint64_t> cap_trims{0};
 
 class Trimmer {
  public:
-  void AddPool(void (*trim)(void*), void* pool) {
+  using Clock = std::chrono::steady_clock;
+
+  void AddPool(void (*trim)(void*, std::chrono::milliseconds), void* pool) {
     MutexLock lock(&mu_);
     pools_.emplace_back(trim, pool);
   }
@@ -42,10 +45,7 @@ class Trimmer {
   void Start(int idle_ms) {
     MutexLock lock(&mu_);
     if (idle_ms_ == 0 || idle_ms < idle_ms_) idle_ms_ = idle_ms;
-    if (!started_) {
-      started_ = true;
-      std::thread([this] { Run(); }).detach();
-    }
+    StartThread();
     cv_.Signal();
   }
 
@@ -54,16 +54,57 @@ class Trimmer {
   void Wake() {
     if (wake_.exchange(true, std::memory_order_relaxed)) return;
     MutexLock lock(&mu_);
-    if (!started_) {
-      started_ = true;
-      std::thread([this] { Run(); }).detach();
-    }
+    StartThread();
     cv_.Signal();
   }
 
- private:
-  using Clock = std::chrono::steady_clock;
+  // One pass of the trimming thread at `now`: the cap's trim if woken, the
+  // idle trim once calls stopped for idle_ms. Returns true after a cap
+  // trim. Only the trimming thread runs it (or a test that started none).
+  bool Tick(Clock::time_point now) {
+    int idle_ms;
+    {
+      MutexLock lock(&mu_);
+      idle_ms = idle_ms_;
+    }
+    bool cap_trimmed = false;
+    if (wake_.load(std::memory_order_relaxed)) {
+      // Over the cap while serving: only caches idle for a second.
+      TrimPools(std::chrono::seconds(1));
+      cap_trims.fetch_add(1, std::memory_order_relaxed);
+      cap_trimmed = true;
+    }
+    if (idle_ms == 0) return cap_trimmed;
+    const uint64_t now_allocated = Allocated();
+    if (!ticked_) {
+      ticked_ = true;
+      last_change_ = now;
+    }
+    // From 0, not from Allocated(): at nice 19 this thread may first run
+    // only after the calls it should trim after.
+    if (now_allocated != last_) {
+      last_ = now_allocated;
+      last_change_ = now;
+      trimmed_ = false;
+      return cap_trimmed;
+    }
+    if (trimmed_ || now - last_change_ < std::chrono::milliseconds(idle_ms)) {
+      return cap_trimmed;
+    }
+    TrimPools(std::chrono::milliseconds(0));  // the server is idle
+#if defined(__GLIBC__)
+    malloc_trim(0);  // glibc keeps freed heap memory otherwise
+#endif
+    idle_trims.fetch_add(1, std::memory_order_relaxed);
+    trimmed_ = true;
+    return cap_trimmed;
+  }
 
+  // After a cap trim (and the pause that rate-limits them): Wake() may ask
+  // for the next.
+  void CapTrimDone() { wake_.store(false, std::memory_order_relaxed); }
+
+ private:
   static uint64_t Allocated() {
     const GrpcStats s = GetGrpcStats();
     uint64_t n = 0;
@@ -71,14 +112,27 @@ class Trimmer {
     return n;
   }
 
+  // Lazily, from the first call that needs it (a gRPC call thread): if the
+  // thread cannot start, there is no background trimming (counted and
+  // logged once by StartBackgroundThread), and the call goes on.
+  void StartThread() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (started_) return;
+    started_ = true;
+    StartBackgroundThread("arenarpc idle trimming", [this] { Run(); });
+  }
+
   // idle_for: how long a thread's caches must have gone unused to be freed.
   void TrimPools(std::chrono::milliseconds idle_for) {
-    std::vector<std::pair<void (*)(void*), void*>> pools;
+    std::vector<std::pair<void (*)(void*, std::chrono::milliseconds), void*>>
+        pools;
     {
       MutexLock lock(&mu_);
       pools = pools_;
     }
-    for (auto& [trim, pool] : pools) trim(pool);
+    // The pools' depots and the instances cached by threads unused for
+    // `idle_for`: those of a burst's threads would count against the cap
+    // forever otherwise.
+    for (auto& [trim, pool] : pools) trim(pool, idle_for);
     // Pooled arenas and page caches of threads unused for `idle_for` (the
     // gRPC threads, once the server is idle): an idle thread pool would pin
     // them otherwise. Pages they free land in this thread's cache first.
@@ -91,13 +145,7 @@ class Trimmer {
   void Run() {
     // Below the server's threads: trimming must not delay calls.
     setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
-    // From 0, not from Allocated(): at nice 19 this thread may first run
-    // only after the calls it should trim after.
-    uint64_t last = 0;
-    Clock::time_point last_change = Clock::now();
-    bool trimmed = false;
     for (;;) {
-      int idle_ms;
       {
         MutexLock lock(&mu_);
         const Clock::time_point deadline =
@@ -105,33 +153,11 @@ class Trimmer {
         while (!wake_.load(std::memory_order_relaxed) &&
                cv_.WaitUntil(&mu_, deadline)) {
         }
-        idle_ms = idle_ms_;
       }
-      if (wake_.load(std::memory_order_relaxed)) {
-        // Over the cap while serving: only caches idle for a second.
-        TrimPools(std::chrono::seconds(1));
-        cap_trims.fetch_add(1, std::memory_order_relaxed);
+      if (Tick(Clock::now())) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        wake_.store(false, std::memory_order_relaxed);
+        CapTrimDone();
       }
-      if (idle_ms == 0) continue;
-      const uint64_t now_allocated = Allocated();
-      const Clock::time_point now = Clock::now();
-      if (now_allocated != last) {
-        last = now_allocated;
-        last_change = now;
-        trimmed = false;
-        continue;
-      }
-      if (trimmed || now - last_change < std::chrono::milliseconds(idle_ms)) {
-        continue;
-      }
-      TrimPools(std::chrono::milliseconds(0));  // the server is idle
-#if defined(__GLIBC__)
-      malloc_trim(0);  // glibc keeps freed heap memory otherwise
-#endif
-      idle_trims.fetch_add(1, std::memory_order_relaxed);
-      trimmed = true;
     }
   }
 
@@ -140,7 +166,13 @@ class Trimmer {
   std::atomic<bool> wake_{false};
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   int idle_ms_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<std::pair<void (*)(void*), void*>> pools_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<void (*)(void*, std::chrono::milliseconds), void*>>
+      pools_ ABSL_GUARDED_BY(mu_);
+  // Tick()'s state: the trimming thread's alone.
+  bool ticked_ = false;
+  uint64_t last_ = 0;
+  Clock::time_point last_change_;
+  bool trimmed_ = false;
 };
 
 Trimmer& GetTrimmer() {
@@ -150,8 +182,15 @@ Trimmer& GetTrimmer() {
 
 }  // namespace
 
-void RegisterMessagePoolTrim(void (*trim)(void*), void* pool) {
+void RegisterMessagePoolTrim(void (*trim)(void*, std::chrono::milliseconds),
+                             void* pool) {
   GetTrimmer().AddPool(trim, pool);
+}
+
+bool IdleTrimTickForTesting(std::chrono::steady_clock::time_point now) {
+  const bool cap_trimmed = GetTrimmer().Tick(now);
+  if (cap_trimmed) GetTrimmer().CapTrimDone();
+  return cap_trimmed;
 }
 
 void ApplyServerLimits(const ServerOptions& options) {

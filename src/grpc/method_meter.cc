@@ -26,6 +26,7 @@
 #include "arenarpc/mode_chooser.h"
 #include "arenarpc/page_pool.h"
 #include "capture.h"
+#include "src/internal/background_thread.h"
 
 namespace arenarpc::internal {
 
@@ -108,13 +109,16 @@ class Worker {
         queued_bytes_ + bytes > kMaxQueuedBytes) {
       return false;
     }
+    if (!started_) {
+      // Lazily, on a call thread: if it cannot start, nothing is measured
+      // (samples are dropped; counted and logged once), calls go on.
+      started_ = true;
+      running_ = StartBackgroundThread("arenarpc measuring", [this] { Run(); });
+    }
+    if (!running_) return false;
     queued_bytes_ += bytes;
     queue_.push_back(std::move(s));
     queued_.store(queue_.size(), std::memory_order_relaxed);
-    if (!started_) {
-      started_ = true;
-      std::thread([this] { Run(); }).detach();
-    }
     cv_.Signal();
     return true;
   }
@@ -247,6 +251,7 @@ class Worker {
   std::deque<Sample> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;  // the thread started
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<size_t> queued_{0};  // queue_.size(), read without mu_
   // What measuring costs: this thread's CPU, and the call threads' spent

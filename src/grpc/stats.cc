@@ -17,6 +17,7 @@
 #include "arenarpc/internal/striped_counter.h"
 #include "arenarpc/metrics.h"
 #include "arenarpc/page_pool.h"
+#include "src/internal/background_thread.h"
 #include "src/internal/bucket_percentile.h"
 #include "src/internal/prometheus_writer.h"
 
@@ -164,6 +165,7 @@ GrpcStats GetGrpcStats() {
   s.over_cap_heap_calls = internal::OverCapHeapCalls();
   s.over_cap_trims = internal::CapTrims();
   s.idle_trims = internal::IdleTrims();
+  s.background_thread_failures = internal::BackgroundThreadFailures();
   for (MeasuredMethodStats& m : GetMeasuredMethodStats()) {
     (m.automatic ? s.auto_methods : s.shadow_methods).push_back(std::move(m));
   }
@@ -309,7 +311,10 @@ std::string RenderPrometheusStats() {
        gs.over_cap_trims},
       {"arenarpc_grpc_idle_trims_total",
        "Trims done after the server was idle for idle_trim.idle_ms.",
-       gs.idle_trims}};
+       gs.idle_trims},
+      {"arenarpc_grpc_background_thread_failures_total",
+       "Background threads (idle trimming, measuring) that could not start.",
+       gs.background_thread_failures}};
   for (const auto& c : trim_counters) w.One(c.name, "counter", c.help, c.value);
   if (!gs.auto_methods.empty() || !gs.shadow_methods.empty()) {
     w.Family(

@@ -4,13 +4,18 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/page_pool.h"
+#include "src/internal/background_thread.h"
 #include "test_messages.pb.h"
 
 namespace arenarpc {
@@ -29,18 +34,58 @@ std::vector<Holder*> AllocateCalls(AllocationMode mode, int n) {
   return holders;
 }
 
-template <class Pred>
-bool WaitFor(Pred pred) {
-  for (int i = 0; i < 500 && !pred(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
-}
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
-TEST(IdleTrimTest, TrimsPoolsOnceCallsStop) {
+// The trimming thread is never started: each test runs its passes itself
+// (internal::IdleTrimTickForTesting) with its own clock, so what a pass
+// does is checked right after it, with no sleeping and no waiting.
+int threads_asked = 0;
+void CountButDoNotStart(std::function<void()>) { ++threads_asked; }
+
+// A thread that serves calls, then stays alive and idle (like a gRPC
+// worker) until the object is destroyed.
+class IdleWorker {
+ public:
+  explicit IdleWorker(std::function<void()> serve)
+      : thread_([this, serve = std::move(serve)] {
+          serve();
+          std::unique_lock<std::mutex> lock(mu_);
+          served_ = true;
+          cv_.notify_all();
+          cv_.wait(lock, [&] { return stop_; });
+        }) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return served_; });
+  }
+  ~IdleWorker() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool served_ = false, stop_ = false;
+  std::thread thread_;
+};
+
+class IdleTrimTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    internal::SetBackgroundThreadStarterForTesting(&CountButDoNotStart);
+  }
+};
+
+TEST_F(IdleTrimTest, TrimsPoolsOnceCallsStop) {
   ServerOptions options(AllocationMode::kReuse);
   options.idle_trim.idle_ms = 100;
   internal::ApplyServerLimits(options);
+  EXPECT_EQ(threads_asked, 1);
   // Calls on a thread that then exits: its cached instances and pages go
   // to the depots, where only trimming can give them back.
   std::thread([] {
@@ -49,63 +94,96 @@ TEST(IdleTrimTest, TrimsPoolsOnceCallsStop) {
   ASSERT_GE(SharedMessagePool<Record>().Stats().idle, 20u);
   ASSERT_GT(PagePool::Default().Stats().pages_in_depot, 0u);
 
-  // The trimmer counts a trim after it is done: wait for the count too.
-  ASSERT_TRUE(WaitFor([] {
-    return SharedMessagePool<Record>().Stats().idle == 0 &&
-           PagePool::Default().Stats().pages_in_depot == 0 &&
-           GetGrpcStats().idle_trims >= 1;
-  }));
-  const uint64_t trims = GetGrpcStats().idle_trims;
+  const Clock::time_point t0 = Clock::now();
+  internal::IdleTrimTickForTesting(t0);  // sees the calls
+  internal::IdleTrimTickForTesting(t0 + milliseconds(99));
+  EXPECT_EQ(GetGrpcStats().idle_trims, 0u) << "trimmed before idle_ms";
+  EXPECT_GE(SharedMessagePool<Record>().Stats().idle, 20u);
+
+  internal::IdleTrimTickForTesting(t0 + milliseconds(100));
+  EXPECT_EQ(GetGrpcStats().idle_trims, 1u);
+  EXPECT_EQ(SharedMessagePool<Record>().Stats().idle, 0u);
+  EXPECT_EQ(PagePool::Default().Stats().pages_in_depot, 0u);
+
   // Once per idle period: no call since, no further trim.
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  EXPECT_EQ(GetGrpcStats().idle_trims, trims);
+  internal::IdleTrimTickForTesting(t0 + milliseconds(10'000));
+  EXPECT_EQ(GetGrpcStats().idle_trims, 1u);
+  // A call starts a new period.
+  for (Holder* h : AllocateCalls(AllocationMode::kReuse, 1)) h->Release();
+  internal::IdleTrimTickForTesting(t0 + milliseconds(10'001));
+  internal::IdleTrimTickForTesting(t0 + milliseconds(10'101));
+  EXPECT_EQ(GetGrpcStats().idle_trims, 2u);
 }
 
 // A gRPC worker thread that served calls and then idles keeps its pooled
 // arenas and page cache; idle trimming must reach them, not only depots.
-TEST(IdleTrimTest, ReachesTheCachesOfThreadsThatStayAlive) {
+TEST_F(IdleTrimTest, ReachesTheCachesOfThreadsThatStayAlive) {
   ServerOptions options(AllocationMode::kArena);
   options.idle_trim.idle_ms = 100;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool served = false, stop = false;
-  std::thread worker([&] {
+  IdleWorker worker([] {
     for (Holder* h : AllocateCalls(AllocationMode::kArena, 20)) h->Release();
-    std::unique_lock<std::mutex> lock(mu);
-    served = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return stop; });  // alive and idle, like a gRPC pool
   });
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return served; });
-  }
   ASSERT_GT(PagePool::Default().Stats().pages_cached, 0u);
   internal::ApplyServerLimits(options);
-  EXPECT_TRUE(WaitFor([] {
-    const PagePoolStats s = PagePool::Default().Stats();
-    return s.pages_cached == 0 && s.pages_in_use == 0;
-  })) << PagePool::Default().Stats().pages_cached
-      << " cached, " << PagePool::Default().Stats().pages_in_use << " in use";
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    stop = true;
-  }
-  cv.notify_all();
-  worker.join();
+  const Clock::time_point t0 = Clock::now();
+  internal::IdleTrimTickForTesting(t0);
+  internal::IdleTrimTickForTesting(t0 + milliseconds(100));
+  const PagePoolStats s = PagePool::Default().Stats();
+  EXPECT_EQ(s.pages_cached, 0u);
+  EXPECT_EQ(s.pages_in_use, 0u);
 }
 
-TEST(IdleTrimTest, OffByDefault) {
+TEST_F(IdleTrimTest, OffByDefault) {
   internal::ApplyServerLimits(ServerOptions(AllocationMode::kReuse));
+  EXPECT_EQ(threads_asked, 0) << "no trimming, no thread";
   std::thread([] {
     for (Holder* h : AllocateCalls(AllocationMode::kReuse, 20)) h->Release();
   }).join();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const Clock::time_point t0 = Clock::now();
+  internal::IdleTrimTickForTesting(t0);
+  internal::IdleTrimTickForTesting(t0 + std::chrono::hours(1));
   EXPECT_EQ(GetGrpcStats().idle_trims, 0u);
   EXPECT_GE(SharedMessagePool<Record>().Stats().idle, 20u);
 }
 
-TEST(PooledCapTest, OverTheCapCallsGetHeapMessages) {
+// Background threads start lazily (here: the first install with idle
+// trimming; the measuring thread at the first sample, on a call thread).
+// When they cannot start, the caller goes on without them: counted, no
+// exception.
+void ThrowAsAtTheThreadLimit(std::function<void()>) {
+  throw std::system_error(EAGAIN, std::generic_category(),
+                          "Resource temporarily unavailable");
+}
+
+TEST(BackgroundThreadTest, AFailedStartIsCountedNotThrown) {
+  internal::SetBackgroundThreadStarterForTesting(&ThrowAsAtTheThreadLimit);
+  ServerOptions options(AllocationMode::kReuse);
+  options.idle_trim.idle_ms = 100;
+  options.max_pooled_bytes = 1;
+  EXPECT_NO_THROW(internal::ApplyServerLimits(options));
+  EXPECT_EQ(GetGrpcStats().background_thread_failures, 1u);
+  // Calls go on (over the cap: heap messages), and nothing retries.
+  std::vector<Holder*> calls;
+  EXPECT_NO_THROW(calls = AllocateCalls(AllocationMode::kArena, 3));
+  for (Holder* h : calls) h->Release();
+  EXPECT_EQ(GetGrpcStats().background_thread_failures, 1u);
+
+  internal::MethodMeter meter("test.Svc/Method", AllocationMode::kAuto, {},
+                              &Record::default_instance(),
+                              &Record::default_instance());
+  Record r;
+  r.set_title("sampled");
+  bool queued = true;
+  EXPECT_NO_THROW(
+      queued = meter.SubmitBytes(r.SerializeAsString(), r.SerializeAsString()));
+  EXPECT_FALSE(queued) << "no measuring thread: the sample is dropped";
+  EXPECT_EQ(GetGrpcStats().background_thread_failures, 2u);
+  EXPECT_NE(RenderPrometheusStats().find(
+                "arenarpc_grpc_background_thread_failures_total 2"),
+            std::string::npos);
+}
+
+TEST_F(IdleTrimTest, OverTheCapCallsGetHeapMessages) {
   ServerOptions options(AllocationMode::kArena);
   options.max_pooled_bytes = 4 * PagePool::Default().page_size();
   internal::ApplyServerLimits(options);
@@ -119,6 +197,7 @@ TEST(PooledCapTest, OverTheCapCallsGetHeapMessages) {
   EXPECT_GE(s.modes[heap].in_flight, 1u);
   EXPECT_EQ(s.modes[heap].in_flight + s.modes[arena].in_flight, 10u);
   EXPECT_EQ(s.over_cap_heap_calls, s.modes[heap].in_flight);
+  EXPECT_EQ(threads_asked, 1) << "the cap wakes the trimming thread";
   for (Holder* h : calls) h->Release();
   const GrpcStats after = GetGrpcStats();
   EXPECT_EQ(after.modes[heap].in_flight + after.modes[arena].in_flight, 0u);
@@ -126,8 +205,42 @@ TEST(PooledCapTest, OverTheCapCallsGetHeapMessages) {
       RenderPrometheusStats().find("arenarpc_grpc_over_cap_heap_calls_total " +
                                    std::to_string(s.over_cap_heap_calls)),
       std::string::npos);
-  // The depots were trimmed because of the cap (asynchronously).
-  EXPECT_TRUE(WaitFor([] { return GetGrpcStats().over_cap_trims >= 1; }));
+  // The trimming thread's pass trims the depots because of the cap.
+  EXPECT_EQ(GetGrpcStats().over_cap_trims, 0u);
+  EXPECT_TRUE(internal::IdleTrimTickForTesting(Clock::now()));
+  EXPECT_EQ(GetGrpcStats().over_cap_trims, 1u);
+  // Woken once per trim: the next pass has nothing to do.
+  EXPECT_FALSE(internal::IdleTrimTickForTesting(Clock::now()));
+}
+
+// After a burst, the threads that served it go idle but stay alive (a gRPC
+// thread pool): the reuse instances they cached hold pooled pages. The cap
+// must recover once they are idle, not stay tripped by their caches.
+TEST_F(IdleTrimTest, CapRecoversOnceTheBurstsThreadsAreIdle) {
+  ServerOptions options(AllocationMode::kReuse);
+  options.idle_trim.idle_ms = 100;
+  options.max_pooled_bytes = 2 * PagePool::Default().page_size();
+  internal::ApplyServerLimits(options);
+  std::vector<std::unique_ptr<IdleWorker>> burst;
+  for (int t = 0; t < 4; ++t) {
+    burst.push_back(std::make_unique<IdleWorker>([] {
+      // Before the cap trips, reuse instances go to this thread's cache.
+      for (Holder* h : AllocateCalls(AllocationMode::kReuse, 4)) h->Release();
+    }));
+  }
+  ASSERT_TRUE(internal::OverPooledCap());
+  ASSERT_GT(SharedMessagePool<Record>().Stats().idle, 0u);
+  const Clock::time_point t0 = Clock::now();
+  internal::IdleTrimTickForTesting(t0);
+  internal::IdleTrimTickForTesting(t0 + milliseconds(100));
+  ASSERT_GE(GetGrpcStats().idle_trims, 1u);
+  EXPECT_EQ(SharedMessagePool<Record>().Stats().idle, 0u);
+  EXPECT_LE(PagePool::Default().BytesHeld(), options.max_pooled_bytes);
+  EXPECT_FALSE(internal::OverPooledCap()) << "the cap stayed tripped";
+  // New calls are pooled again.
+  const uint64_t heap_calls = GetGrpcStats().over_cap_heap_calls;
+  for (Holder* h : AllocateCalls(AllocationMode::kReuse, 1)) h->Release();
+  EXPECT_EQ(GetGrpcStats().over_cap_heap_calls, heap_calls);
 }
 
 TEST(PooledCapTest, NoCapNoFallback) {

@@ -1,5 +1,6 @@
-// DynamicMessage costs do not transfer to generated code (on the corpus,
-// 3.21: dynamic is 2-9x slower, and by a different factor per mode), so
+// DynamicMessage costs do not transfer to generated code (on the
+// calibration workloads below, 3.21: dynamic is 1.9-9.3x slower, and by a
+// different factor per mode), so
 // --code=dynamic scales its measurements by a per-mode factor,
 // generated / dynamic, fitted on the project's test protos. Reuse of a type
 // Clear() keeps whole has its own factor (generated Clear() is far cheaper
@@ -10,7 +11,7 @@
 // protobuf 3.21.12, g++ 12.2), output kept in
 // docs/raw/advise/calibration.txt. The factor is the geometric mean over
 // nine workloads, the spread the largest deviation of one workload from it
-// (arena's, driven by 16-byte Leaf messages; two more runs gave 32% and 39%).
+// (arena's, driven by 16-byte Leaf messages).
 #ifndef ARENARPC_TOOLS_ADVISE_CALIBRATION_H_
 #define ARENARPC_TOOLS_ADVISE_CALIBRATION_H_
 

@@ -19,6 +19,7 @@
 #include <google/protobuf/compiler/code_generator.h>
 #include <google/protobuf/compiler/plugin.h>
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/io/printer.h>
 #include <google/protobuf/io/zero_copy_stream.h>
 
@@ -69,6 +70,22 @@ std::string GuardOf(const std::string& path) {
   return guard + "_";
 }
 
+// Editions files (`edition = "2023"`, protobuf v27+) are refused, naming
+// the file: nothing generated for them has been tested (protobuf 3.21's
+// protoc cannot even parse them). The FileDescriptorProto's `syntax` is
+// "editions" for them on every protobuf version, unlike the C++ accessors.
+bool RefuseEditions(const FileDescriptor* file, std::string* error) {
+  google::protobuf::FileDescriptorProto proto;
+  file->CopyTo(&proto);
+  if (proto.syntax() != "editions") return false;
+  *error = std::string(file->name()) +
+           ": protoc-gen-arenarpc does not support protobuf editions "
+           "(edition = \"...\"); use syntax = \"proto2\" or \"proto3\" "
+           "for files with services, or install allocators with "
+           "arenarpc::InstallMessageAllocators (arenarpc/grpc/server.h)";
+  return true;
+}
+
 class Generator final : public google::protobuf::compiler::CodeGenerator {
  public:
   // The output names only services and message types, so proto3 `optional`
@@ -80,7 +97,7 @@ class Generator final : public google::protobuf::compiler::CodeGenerator {
   bool Generate(const FileDescriptor* file, const std::string& parameter,
                 GeneratorContext* context, std::string* error) const override {
     (void)parameter;
-    (void)error;
+    if (RefuseEditions(file, error)) return false;
     const std::string base = StripProto(file->name());
     const std::string out_name = base + ".arenarpc.h";
     std::unique_ptr<google::protobuf::io::ZeroCopyOutputStream> out(

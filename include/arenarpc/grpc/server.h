@@ -95,11 +95,13 @@ struct ShadowOptions {
 // the pools it trims: the first install that sets idle_ms starts one
 // low-priority thread (nice 19, never stopped) that, once no call was
 // allocated for idle_ms, trims once per idle period: the shared depot of
-// every registered MessagePool (MessagePool::Trim), every thread's pooled
+// every registered MessagePool (MessagePool::Trim) and the instances its
+// idle threads cache (MessagePool::ReleaseIdleCaches), every thread's pooled
 // arenas and page cache (ReleaseIdleArenas, PagePool::ReleaseIdleCaches:
 // gRPC's idle threads would pin them), the page pool's depot
 // (PagePool::Trim) and, with glibc, the process heap (malloc_trim(0)).
-// Installs with different idle_ms: the smallest wins.
+// Installs with different idle_ms: the smallest wins. If the thread cannot
+// start, there is no trimming: GrpcStats::background_thread_failures.
 struct IdleTrimOptions {
   int idle_ms = 0;  // 0: off
 };
@@ -145,7 +147,11 @@ MessagePool<T>& SharedMessagePool() {
         },
         p);
     internal::RegisterMessagePoolTrim(
-        [](void* q) { static_cast<MessagePool<T>*>(q)->Trim(); }, p);
+        [](void* q, std::chrono::milliseconds idle_for) {
+          static_cast<MessagePool<T>*>(q)->Trim();
+          static_cast<MessagePool<T>*>(q)->ReleaseIdleCaches(idle_for);
+        },
+        p);
     return p;
   }();
   return *pool;

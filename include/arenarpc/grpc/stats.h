@@ -138,6 +138,10 @@ struct GrpcStats {
   std::vector<ServedMethodStats> methods;  // every served method
   // Sync methods' calls between parsing and their handler now (0 at rest).
   uint64_t sync_parked = 0;
+  // Background threads (idle trimming, kAuto's and shadow measuring) that
+  // could not be started (e.g. the process at its thread limit): that work
+  // is then not done; calls are served as usual. Logged once to stderr.
+  uint64_t background_thread_failures = 0;
   std::vector<MeasuredMethodStats> auto_methods;    // kAuto's choices
   std::vector<MeasuredMethodStats> shadow_methods;  // shadow measurement
   MeasuringCost measuring;
