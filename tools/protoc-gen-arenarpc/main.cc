@@ -15,7 +15,7 @@
 //   protoc --plugin=protoc-gen-arenarpc=path/to/protoc-gen-arenarpc
 //          --arenarpc_out=OUT_DIR foo.proto      (one command line)
 //
-// Why a plugin rather than a template: see arenarpc/grpc/server.h.
+// Why a plugin rather than a template: docs/GRPC.md ("Plugin vs. template").
 #include <google/protobuf/compiler/code_generator.h>
 #include <google/protobuf/compiler/plugin.h>
 #include <google/protobuf/descriptor.h>
@@ -82,7 +82,8 @@ bool RefuseEditions(const FileDescriptor* file, std::string* error) {
            ": protoc-gen-arenarpc does not support protobuf editions "
            "(edition = \"...\"); use syntax = \"proto2\" or \"proto3\" "
            "for files with services, or install allocators with "
-           "arenarpc::InstallMessageAllocators (arenarpc/grpc/server.h)";
+           "arenarpc::InstallSyncMethod / InstallCallbackMethod "
+           "(arenarpc/grpc/install.h)";
   return true;
 }
 

@@ -42,9 +42,11 @@
 #include <type_traits>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "arenarpc/grpc/install_result.h"
 #include "arenarpc/grpc/internal/sync_handler.h"
 #include "arenarpc/grpc/server.h"
+#include "arenarpc/internal/mutex.h"
 
 namespace arenarpc {
 namespace internal {
