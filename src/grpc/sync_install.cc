@@ -104,7 +104,8 @@ size_t ParkedHolders() {
 
 SyncSlot FindSyncSlot(::grpc::Service* service, std::string_view method) {
   SyncSlot slot;
-  const std::string wire_name = "/" + std::string(method);
+  std::string wire_name = "/";  // gRPC's name: "/pkg.Service/Method"
+  wire_name.append(method);
   Methods& methods = service->*ServiceMethodsMember();
   // A generic method leaves a null slot; the others keep their names.
   bool any_generic = false;
