@@ -4,9 +4,10 @@
 # each allocation mode (heap, arena, reuse, auto), table printed, plots in
 # out/rpc/; then the same on gRPC's sync API (the echo service as a
 # Svc::Service), against plain sync gRPC and plain sync with mimalloc,
-# tcmalloc and jemalloc preloaded, in out/rpc_sync/; (2) the corpus of real third-party services in-process, every
-# mode against plain parsing under glibc, tcmalloc and mimalloc (table in
-# out/corpus/inprocess.md). About 10 minutes on 2 cores from a clean tree (estimate: echo ~2 min, corpus build and quick run the rest).
+# tcmalloc and jemalloc preloaded, in out/rpc_sync/; (2) the corpus of real
+# third-party services in-process, every mode against plain parsing under
+# glibc, tcmalloc and mimalloc (table in out/corpus/inprocess.md). About 11 minutes on 2 busy cores once built
+# (measured 2026-11-25: echo callback ~3 min, echo sync ~5 min, corpus in-process the rest).
 # The full corpus run through gRPC: /usr/bin/python3 bench/corpus.py.
 #
 #   bash scripts/demo.sh            # short runs
