@@ -11,7 +11,15 @@
 namespace arenarpc {
 
 std::string_view ServerApiName(ServerApi api) {
-  return api == ServerApi::kSync ? "sync" : "callback";
+  switch (api) {
+    case ServerApi::kSync:
+      return "sync";
+    case ServerApi::kCallback:
+      return "callback";
+    case ServerApi::kAsync:
+      break;
+  }
+  return "async";
 }
 
 void InstallResult::Merge(const InstallResult& other) {

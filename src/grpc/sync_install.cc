@@ -119,7 +119,9 @@ SyncSlot FindSyncSlot(::grpc::Service* service, std::string_view method) {
     if (m->method_type() != ::grpc::internal::RpcMethod::NORMAL_RPC) {
       slot.reason = "streamed unary (WithStreamedUnaryMethod)";
     } else if (m->api_type() == ApiType::ASYNC) {
-      slot.reason = "async completion-queue method";
+      slot.reason =
+          "async completion-queue method: take its messages from an "
+          "arenarpc::AsyncMethod (arenarpc/grpc/async.h)";
     } else if (m->api_type() == ApiType::RAW) {
       slot.reason = "raw async method (ByteBuffer)";
     } else if (m->api_type() == ApiType::RAW_CALL_BACK) {

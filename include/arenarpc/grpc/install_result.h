@@ -33,8 +33,9 @@ namespace arenarpc {
 enum class ServerApi {
   kSync,      // Svc::Service: blocking virtual method, gRPC's thread pool
   kCallback,  // Svc::CallbackService: reactor, MessageAllocator hook
+  kAsync,     // Svc::AsyncService: completion queue (arenarpc/grpc/async.h)
 };
-std::string_view ServerApiName(ServerApi api);  // "sync", "callback"
+std::string_view ServerApiName(ServerApi api);  // "sync", "callback", "async"
 
 // One unary method of an install.
 struct MethodInstall {

@@ -1,0 +1,261 @@
+// Async completion-queue servers: CallData in the shape of gRPC's async
+// greeter, its messages from an AsyncMethod, in every mode; a request that
+// does not parse (gRPC requests again into the same object), a call
+// cancelled while its answer is delayed (AsyncNotifyWhenDone), shutdown with
+// calls waiting. Every call's messages come back (stats prove it).
+#include <grpcpp/alarm.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "arenarpc/grpc/async.h"
+#include "arenarpc/grpc/stats.h"
+#include "echo_service.h"
+#include "grpc/grpc_test_util.h"
+
+namespace arenarpc {
+namespace {
+
+using echo::EchoRequest;
+using echo::EchoResponse;
+using echo::EchoService;
+using testing::WaitFor;
+
+constexpr char kEcho[] = "arenarpc.echo.EchoService/Echo";
+
+// One call: requested, answered (after request.delay_ms() on an Alarm),
+// finished; deleted once every tag it armed came back.
+class CallData {
+ public:
+  CallData(EchoService::AsyncService* service, grpc::ServerCompletionQueue* cq,
+           AsyncMethod<EchoRequest, EchoResponse>* method,
+           std::atomic<int>* live)
+      : service_(service),
+        cq_(cq),
+        method_(method),
+        live_(live),
+        messages_(method->NewCall()),
+        responder_(&ctx_) {
+    live_->fetch_add(1);
+    ctx_.AsyncNotifyWhenDone(&done_tag_);
+    service_->RequestEcho(&ctx_, messages_.request(), &responder_, cq_, cq_,
+                          &request_tag_);
+  }
+  ~CallData() { live_->fetch_sub(1); }
+
+  struct Tag {
+    CallData* call;
+    enum Kind { kRequest, kAlarm, kFinish, kDone } kind;
+  };
+
+  // Handles one tag from the queue; deletes the call when it is over.
+  static void OnTag(void* tag, bool ok) {
+    Tag* t = static_cast<Tag*>(tag);
+    CallData* c = t->call;
+    switch (t->kind) {
+      case Tag::kRequest:
+        if (!ok) {  // shutting down: no call came, no other tag is armed
+          delete c;
+          return;
+        }
+        c->started_ = true;
+        new CallData(c->service_, c->cq_, c->method_, c->live_);
+        if (c->messages_.request()->delay_ms() > 0) {
+          c->alarm_.Set(c->cq_,
+                        std::chrono::system_clock::now() +
+                            std::chrono::milliseconds(
+                                c->messages_.request()->delay_ms()),
+                        &c->alarm_tag_);
+        } else {
+          c->Answer();
+        }
+        break;
+      case Tag::kAlarm:
+        if (ok) {
+          c->Answer();
+        } else {
+          c->finished_ = true;  // cancelled below: nothing to answer
+        }
+        break;
+      case Tag::kFinish:
+        c->finished_ = true;
+        break;
+      case Tag::kDone:
+        c->done_ = true;
+        // A cancelled call's delayed answer is dropped: its alarm's tag
+        // comes back with ok = false.
+        if (c->ctx_.IsCancelled() && !c->finished_) c->alarm_.Cancel();
+        break;
+    }
+    if (c->started_ && c->finished_ && c->done_) delete c;
+  }
+
+ private:
+  void Answer() {
+    const EchoRequest& request = *messages_.request();
+    EchoResponse* response = messages_.response();
+    response->mutable_payload()->CopyFrom(request.payload());
+    response->mutable_results()->CopyFrom(request.results());
+    response->set_request_bytes(request.ByteSizeLong());
+    responder_.Finish(*response, grpc::Status::OK, &finish_tag_);
+  }
+
+  EchoService::AsyncService* const service_;
+  grpc::ServerCompletionQueue* const cq_;
+  AsyncMethod<EchoRequest, EchoResponse>* const method_;
+  std::atomic<int>* const live_;
+  // Before the context and the responder: destroyed after them.
+  CallMessages<EchoRequest, EchoResponse> messages_;
+  grpc::ServerContext ctx_;
+  grpc::ServerAsyncResponseWriter<EchoResponse> responder_;
+  grpc::Alarm alarm_;
+  Tag request_tag_{this, Tag::kRequest};
+  Tag alarm_tag_{this, Tag::kAlarm};
+  Tag finish_tag_{this, Tag::kFinish};
+  Tag done_tag_{this, Tag::kDone};
+  bool started_ = false;
+  bool finished_ = false;
+  bool done_ = false;
+};
+
+class AsyncServerTest : public ::testing::TestWithParam<AllocationMode> {
+ protected:
+  void SetUp() override {
+    method_ = std::make_unique<AsyncMethod<EchoRequest, EchoResponse>>(
+        kEcho, GetParam());
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port_);
+    builder.RegisterService(&service_);
+    cq_ = builder.AddCompletionQueue();
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    new CallData(&service_, cq_.get(), method_.get(), &live_);
+    poller_ = std::thread([this] {
+      void* tag;
+      bool ok;
+      while (cq_->Next(&tag, &ok)) CallData::OnTag(tag, ok);
+    });
+    stub_ = EchoService::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(port_),
+        grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    Shutdown();
+    EXPECT_EQ(live_.load(), 0);  // every CallData deleted
+    const GrpcStats s = GetGrpcStats();
+    for (const GrpcModeStats& m : s.modes) EXPECT_EQ(m.in_flight, 0u);
+    EXPECT_EQ(SharedMessagePool<EchoRequest>().Stats().in_use, 0u);
+    EXPECT_EQ(SharedMessagePool<EchoResponse>().Stats().in_use, 0u);
+  }
+  void Shutdown() {
+    if (server_ == nullptr) return;
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(100));
+    cq_->Shutdown();
+    poller_.join();
+    server_.reset();
+  }
+  grpc::Status Call(const EchoRequest& request, EchoResponse* response,
+                    grpc::ClientContext* context) {
+    return stub_->Echo(context, request, response);
+  }
+
+  EchoService::AsyncService service_;
+  std::unique_ptr<AsyncMethod<EchoRequest, EchoResponse>> method_;
+  std::atomic<int> live_{0};
+  int port_ = 0;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread poller_;
+  std::unique_ptr<EchoService::Stub> stub_;
+};
+
+TEST_P(AsyncServerTest, EchoesAndReportsTheMethod) {
+  EXPECT_TRUE(method_->report().served);
+  EXPECT_EQ(method_->report().api, ServerApi::kAsync);
+  EXPECT_EQ(method_->report().mode, GetParam());
+  for (uint32_t i = 0; i < 10; ++i) {
+    EchoRequest request;
+    echo::BuildEchoRequest(20, i, &request);
+    EchoResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(Call(request, &response, &context).ok());
+    std::string why;
+    EXPECT_TRUE(echo::VerifyEchoResponse(request, response, &why)) << why;
+  }
+  bool listed = false;
+  for (const ServedMethodStats& m : GetGrpcStats().methods) {
+    listed |= m.method == kEcho && m.api == ServerApi::kAsync;
+  }
+  EXPECT_TRUE(listed);
+}
+
+// gRPC requests again into the same request object after bytes that do not
+// parse; the next call on that CallData is answered correctly.
+TEST_P(AsyncServerTest, AMalformedRequestThenAGoodOne) {
+  grpc::GenericStub generic(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(port_),
+      grpc::InsecureChannelCredentials()));
+  grpc::Slice slice(std::string("\x0a\x64\x61\x62\x63", 5));
+  grpc::ByteBuffer bad(&slice, 1);
+  grpc::ByteBuffer out;
+  grpc::ClientContext bad_context;
+  bad_context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::seconds(30));
+  std::atomic<bool> done{false};
+  grpc::Status bad_status;
+  generic.UnaryCall(&bad_context, std::string("/") + kEcho,
+                    grpc::StubOptions(), &bad, &out, [&](grpc::Status s) {
+                      bad_status = std::move(s);
+                      done = true;
+                    });
+  ASSERT_TRUE(WaitFor([&] { return done.load(); }));
+  EXPECT_FALSE(bad_status.ok());
+  EchoRequest request;
+  echo::BuildEchoRequest(10, 3, &request);
+  EchoResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(Call(request, &response, &context).ok());
+  EXPECT_TRUE(echo::VerifyEchoResponse(request, response, nullptr));
+}
+
+// Calls cancelled while their answer waits on an alarm, then shutdown with
+// more calls waiting: every call ends, every CallData and message is back.
+TEST_P(AsyncServerTest, CancelledAndShutDownWithCallsWaiting) {
+  constexpr int kCalls = 6;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::thread> clients;
+  std::atomic<int> ended{0};
+  for (int i = 0; i < kCalls; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    clients.emplace_back([&, i] {
+      EchoRequest request;
+      echo::BuildEchoRequest(5, i, &request);
+      request.set_delay_ms(3000);
+      EchoResponse response;
+      grpc::Status s = Call(request, &response, contexts[i].get());
+      EXPECT_FALSE(s.ok());
+      ended.fetch_add(1);
+    });
+  }
+  // Every call reached its CallData (one more waits for the next call).
+  ASSERT_TRUE(WaitFor([&] { return live_.load() == kCalls + 1; }));
+  for (int i = 0; i < kCalls / 2; ++i) contexts[i]->TryCancel();
+  Shutdown();  // the others are cancelled by the server's shutdown
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(ended.load(), kCalls);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, AsyncServerTest, testing::AllModes(),
+                         testing::ModeTestName);
+
+}  // namespace
+}  // namespace arenarpc
