@@ -141,6 +141,20 @@ TEST(AutoLearnerTest, DropsAClearLoserEarlyAndSettlesFast) {
   EXPECT_TRUE(l.Wants(s.first_decision_s + 30));
 }
 
+// Widely different modes: calls move to the clear leader from the first
+// sample, long before the test settles.
+TEST(AutoLearnerTest, RunsInAClearLeaderFromTheFirstSample) {
+  std::mt19937 rng(10);
+  AutoLearner l;
+  l.Observe(Noisy(rng, {2500, 2400, 1100}, 0.05), 0);
+  EXPECT_EQ(l.current(), AllocationMode::kReuse);
+  EXPECT_TRUE(l.wants());  // still learning
+  // Within the lead (25 %), it stays where it is.
+  AutoLearner close;
+  close.Observe(Noisy(rng, {1000, 1000, 900}, 0.01), 0);
+  EXPECT_EQ(close.current(), AllocationMode::kArena);
+}
+
 TEST(AutoLearnerTest, TiesSettleWithinMaxSamplesOnTheCurrentMode) {
   std::mt19937 rng(6);
   AutoLearner l;
