@@ -42,6 +42,9 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     "arena": ("arena", None, []),
     "reuse": ("reuse", None, []),
     "auto": ("auto", None, []),
+    # The same, served by the binary of --baseline_server (an older build):
+    # the before/after of a change to auto, side by side in one run.
+    "auto@baseline": ("auto", None, []),
     # Shadow measurement's own cost: arena with 1 call in 100 measured.
     "arena+shadow": ("arena", None, ["--shadow_sample_one_in=100"]),
 }
@@ -82,10 +85,13 @@ def rate_for(size):
 def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     mode, preload, extra = CONFIGS[config]
     server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
-    server = rpc_bench.start_server(args.server, mode, server_core, extra + [f"--api={args.api}"],
+    binary = args.baseline_server if config.endswith("@baseline") else args.server
+    server = rpc_bench.start_server(binary, mode, server_core, extra + [f"--api={args.api}"],
                                     preload)
     call = svc["method"].lstrip("/").replace("/", ".")
-    warmup = max(args.warmup, 300.0 / rps) if config == "auto" else args.warmup
+    # Every configuration gets the same warm-up: auto's learning is part of
+    # what it costs (--auto_warmup gives it more, as runs before issue 25 did).
+    warmup = max(args.warmup, args.auto_warmup_calls / rps) if config.startswith("auto") else args.warmup
 
     def ghz(seconds, out_json):
         return rpc_bench.pin(load_core, [
@@ -112,6 +118,8 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     prefix = f"auto: {svc['method'].lstrip('/')} "
     chose = [l.split(" chose ")[1].split()[0] for l in server.log if l.startswith(prefix) and " chose " in l]
     auto_line = [l.strip() for l in server.log if l.startswith(prefix)]
+    settle_prefix = f"settle: {svc['method'].lstrip('/')} "
+    auto_line += [l.strip() for l in server.log if l.startswith(settle_prefix)]
     # With measuring on: "measuring cost: thread T s sampling S s process P s share X".
     cost = [l.split() for l in server.log if l.startswith("measuring cost:")]
     measuring_share = float(cost[-1][-1]) if cost else None
@@ -237,6 +245,10 @@ def main():
     p.add_argument("--duration", type=float, default=8)
     p.add_argument("--warmup", type=float, default=3)
     p.add_argument("--smoke", action="store_true", help="1 round of 1 s per configuration")
+    p.add_argument("--baseline_server", default="",
+                   help="corpus server binary for the auto@baseline configuration")
+    p.add_argument("--auto_warmup_calls", type=float, default=0,
+                   help="auto's warm-up lasts at least this many calls (300 before issue 25)")
     args = p.parse_args()
     if args.smoke:
         args.rounds, args.duration, args.warmup = 1, 1, 0.5

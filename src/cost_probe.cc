@@ -85,20 +85,26 @@ double CostProbe::TimeAlone(AllocationMode mode, std::string_view wire,
   return ns;
 }
 
-ModeCosts CostProbe::Measure(std::string_view wire, int rounds) {
+ModeCosts CostProbe::Measure(std::string_view wire, int rounds,
+                             unsigned modes) {
   ModeCosts c;
   c.ok = true;
   c.ns.fill(1e300);
-  // Repetitions so that one timing lasts at least kMinTimedNs.
-  const double once = Time(AllocationMode::kArena, wire, 1, &c.ok);
-  if (!c.ok) return c;
-  const int reps = static_cast<int>(
-      std::clamp(kMinTimedNs / std::max(once, 1.0), 1.0, 10000.0));
+  // Repetitions so that one timing lasts at least kMinTimedNs. A large
+  // message takes longer than that to parse once: no parse to find out.
+  int reps = 1;
+  if (wire.size() < kColdWireBytes) {
+    const double once = Time(AllocationMode::kArena, wire, 1, &c.ok);
+    if (!c.ok) return c;
+    reps = static_cast<int>(
+        std::clamp(kMinTimedNs / std::max(once, 1.0), 1.0, 10000.0));
+  }
   const uint32_t first = rotation_++;
   for (int r = 0; r < std::max(rounds, 1); ++r) {
     for (int k = 0; k < kNumAllocationModes; ++k) {
       const auto m =
           static_cast<AllocationMode>((first + k) % kNumAllocationModes);
+      if ((modes & (1u << static_cast<int>(m))) == 0) continue;
       c.ns[static_cast<int>(m)] =
           std::min(c.ns[static_cast<int>(m)], TimeAlone(m, wire, reps, &c.ok));
     }
@@ -109,6 +115,9 @@ ModeCosts CostProbe::Measure(std::string_view wire, int rounds) {
   // heap's regrowth).
   malloc_trim(0);
 #endif
+  for (int m = 0; m < kNumAllocationModes; ++m) {
+    if ((modes & (1u << m)) == 0) c.ns[m] = 0;
+  }
   return c;
 }
 

@@ -79,3 +79,196 @@ ModeChooser::Snapshot ModeChooser::snapshot() const {
 }
 
 }  // namespace arenarpc
+
+namespace arenarpc {
+namespace {
+
+// One-sided Student t quantile at 0.01 %, by degrees of freedom (beyond 30
+// the value at 30: slightly conservative).
+double TCritical(int df) {
+  static constexpr double kT[] = {
+      3183.1, 70.70, 22.20, 13.03, 9.678, 8.025, 7.063, 6.442, 6.010, 5.694,
+      5.453,  5.263, 5.111, 4.985, 4.880, 4.791, 4.714, 4.648, 4.590, 4.539,
+      4.493,  4.452, 4.415, 4.382, 4.352, 4.324, 4.299, 4.275, 4.254, 4.234};
+  return kT[std::clamp(df, 1, 30) - 1];
+}
+
+}  // namespace
+
+LearningBudget::LearningBudget(double max_cpu_share, double credit_ns)
+    : share_(max_cpu_share), credit_ns_(credit_ns) {}
+
+bool LearningBudget::Fits(double process_ns, double expected_ns) const {
+  return spent_ns() + expected_ns <= share_ * process_ns + credit_ns_;
+}
+
+void LearningBudget::Spend(double ns) {
+  spent_ns_.fetch_add(static_cast<uint64_t>(std::max(ns, 0.0)),
+                      std::memory_order_relaxed);
+}
+
+double LearningBudget::spent_ns() const {
+  return static_cast<double>(spent_ns_.load(std::memory_order_relaxed));
+}
+
+void LearningBudget::LearnSampleCost(double ns) {
+  // Quick to rise (an expensive sample must not be followed at once by
+  // another), slow to fall.
+  expected_ns_ =
+      ns > expected_ns_ ? ns : expected_ns_ + 0.25 * (ns - expected_ns_);
+}
+
+AutoLearner::AutoLearner(const AutoLearnerOptions& options)
+    : options_(options), mode_(options.initial) {
+  internal::MutexLock lock(&mu_);
+  state_.mode = options.initial;
+  StartDecision();
+}
+
+void AutoLearner::StartDecision() {
+  n_ = 0;
+  log_sum_.fill(0);
+  for (auto& row : pair_sum_) row.fill(0);
+  for (auto& row : pair_square_) row.fill(0);
+  state_.measured.fill(true);
+  state_.settled = false;
+  next_check_s_ = -1;
+  mask_.store((1u << kNumAllocationModes) - 1, std::memory_order_relaxed);
+  wants_.store(true, std::memory_order_relaxed);
+}
+
+void AutoLearner::SetMode(int mode) {
+  if (mode == static_cast<int>(state_.mode)) return;
+  state_.mode = static_cast<AllocationMode>(mode);
+  ++state_.switches;
+  mode_.store(state_.mode, std::memory_order_relaxed);
+}
+
+void AutoLearner::Settle(int mode, double now_s) {
+  SetMode(mode);
+  state_.settled = true;
+  ++state_.decisions;
+  if (state_.first_decision_s < 0) {
+    state_.first_decision_s = now_s;
+    state_.first_decision_samples = state_.samples;
+  }
+  next_check_s_ = now_s + options_.recheck_after_s;
+  wants_.store(false, std::memory_order_relaxed);
+}
+
+bool AutoLearner::Wants(double now_s) {
+  internal::MutexLock lock(&mu_);
+  if (state_.settled && now_s >= next_check_s_) StartDecision();
+  return !state_.settled;
+}
+
+double AutoLearner::next_check_s() const {
+  internal::MutexLock lock(&mu_);
+  return next_check_s_;
+}
+
+AutoLearner::Snapshot AutoLearner::snapshot() const {
+  internal::MutexLock lock(&mu_);
+  return state_;
+}
+
+double AutoLearner::Mean(int i, int j) const { return pair_sum_[i][j] / n_; }
+
+double AutoLearner::StandardError(int i, int j) const {
+  const double mu = Mean(i, j);
+  const double var =
+      std::max(pair_square_[i][j] - n_ * mu * mu, 0.0) / (n_ - 1);
+  return std::sqrt(var / n_);
+}
+
+AllocationMode AutoLearner::Observe(const ModeCosts& costs, double now_s) {
+  internal::MutexLock lock(&mu_);
+  if (!costs.ok || state_.settled) return state_.mode;
+  constexpr int kModes = kNumAllocationModes;
+  const auto& alive = state_.measured;
+  std::array<double, kModes> x = {};
+  for (int m = 0; m < kModes; ++m) {
+    if (alive[m]) x[m] = std::log(std::max(costs.ns[m], 1.0));
+  }
+  ++n_;
+  ++state_.samples;
+  for (int i = 0; i < kModes; ++i) {
+    if (!alive[i]) continue;
+    log_sum_[i] += x[i];
+    state_.cost_ns[i] = std::exp(log_sum_[i] / n_);  // geometric mean
+    for (int j = 0; j < kModes; ++j) {
+      if (!alive[j] || j == i) continue;
+      const double d = x[i] - x[j];
+      pair_sum_[i][j] += d;
+      pair_square_[i][j] += d * d;
+    }
+  }
+  // While learning, calls run in the mode that looks much cheaper so far:
+  // on widely different modes (a batch that reuse keeps whole) the first
+  // sample already says where calls are cheaper, long before the test can.
+  {
+    int lead = static_cast<int>(state_.mode);
+    for (int i = 0; i < kModes; ++i) {
+      if (alive[i] && log_sum_[i] < log_sum_[lead]) lead = i;
+    }
+    if (alive[static_cast<int>(state_.mode)] &&
+        (log_sum_[static_cast<int>(state_.mode)] - log_sum_[lead]) / n_ >
+            std::log1p(options_.lead)) {
+      SetMode(lead);
+    }
+  }
+  if (n_ < options_.min_samples) return state_.mode;
+
+  // Per pair of measured modes: the mean log ratio and its t bound.
+  const double t = TCritical(n_ - 1);
+  auto mean = [&](int i, int j)
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Mean(i, j); };
+  auto bound = [&](int i, int j) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return t * StandardError(i, j);
+  };
+  // Drop every mode surely more expensive than another measured one.
+  std::array<bool, kModes> drop = {};
+  for (int i = 0; i < kModes; ++i) {
+    for (int j = 0; j < kModes && alive[i]; ++j) {
+      if (j != i && alive[j] && mean(i, j) - bound(i, j) > 0) drop[i] = true;
+    }
+  }
+  unsigned mask = 0;
+  for (int i = 0; i < kModes; ++i) {
+    if (drop[i]) {
+      state_.measured[i] = false;
+      ++state_.dropped_modes;
+    }
+    if (state_.measured[i]) mask |= 1u << i;
+  }
+  mask_.store(mask, std::memory_order_relaxed);
+
+  // The cheapest measured mode, and whether all measured modes surely tie.
+  const double tie = std::log1p(options_.margin);
+  int cheapest = -1;
+  int left = 0;
+  bool all_tie = true;
+  for (int i = 0; i < kModes; ++i) {
+    if (!alive[i]) continue;
+    ++left;
+    if (cheapest < 0 || log_sum_[i] < log_sum_[cheapest]) cheapest = i;
+    for (int j = i + 1; j < kModes; ++j) {
+      if (alive[j] && std::abs(mean(i, j)) + bound(i, j) >= tie) {
+        all_tie = false;
+      }
+    }
+  }
+  const int now = static_cast<int>(state_.mode);
+  // A tie within the margin keeps the mode calls run in (no flapping).
+  const int pick = alive[now] && (log_sum_[now] - log_sum_[cheapest]) / n_ < tie
+                       ? now
+                       : cheapest;
+  if (left == 1 || all_tie || n_ >= options_.max_samples) {
+    Settle(pick, now_s);
+  } else if (!alive[now]) {
+    SetMode(cheapest);  // the mode calls run in lost: leave it now
+  }
+  return state_.mode;
+}
+
+}  // namespace arenarpc

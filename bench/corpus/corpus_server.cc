@@ -417,6 +417,16 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(m.dropped),
         static_cast<unsigned long long>(m.malformed),
         static_cast<unsigned long long>(m.captured));
+    if (m.automatic) {
+      std::fprintf(stderr,
+                   "settle: %s after %llu samples %llu calls %.2f s; "
+                   "%llu decisions, %llu modes dropped\n",
+                   m.method.c_str(),
+                   static_cast<unsigned long long>(m.settle_samples),
+                   static_cast<unsigned long long>(m.settle_calls), m.settle_s,
+                   static_cast<unsigned long long>(m.decisions),
+                   static_cast<unsigned long long>(m.dropped_modes));
+    }
   }
   return 0;
 }

@@ -1,7 +1,11 @@
 // Measuring per method, shared by kAuto and shadow measurement: sampled
 // calls are serialized on the call thread and queued; one low-priority
 // thread parses them again in every mode (CostProbe), feeds each method's
-// ModeChooser and writes captures.
+// AutoLearner (kAuto) or ModeChooser (shadow) and writes captures.
+// Two budgets, never mixed: kAuto's LearningBudget (ServerOptions::automatic)
+// admits one learning sample at a time, at the call (so nothing is copied
+// for a sample the budget would refuse); shadow samples are checked
+// against the shadow share on this thread, as before.
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -9,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -32,25 +37,36 @@ namespace arenarpc::internal {
 
 struct MethodMeter::Impl {
   Impl(std::string n, AllocationMode m, const ShadowOptions& o,
-       const google::protobuf::Message* req,
+       const AutoOptions& a, const google::protobuf::Message* req,
        const google::protobuf::Message* resp)
       : name(std::move(n)),
         fixed_mode(m),
         shadow(o),
+        automatic(a),
         request_prototype(req),
         response_prototype(resp),
         // A fixed mode starts the chooser there: what it picks is then the
         // mode that is surely cheaper than the running one.
         chooser(ModeChooserOptions{.initial = m == AllocationMode::kAuto
                                                   ? AllocationMode::kArena
-                                                  : m}) {}
+                                                  : m}),
+        learner(AutoLearnerOptions{.recheck_after_s = a.recheck_after_s}) {}
+
+  bool is_auto() const { return fixed_mode == AllocationMode::kAuto; }
 
   const std::string name;
-  const AllocationMode fixed_mode;  // kAuto: the chooser decides
+  const AllocationMode fixed_mode;  // kAuto: the learner decides
   const ShadowOptions shadow;
+  const AutoOptions automatic;
   const google::protobuf::Message* const request_prototype;
   const google::protobuf::Message* const response_prototype;
-  ModeChooser chooser;
+  ModeChooser chooser;  // shadow measurement's
+  AutoLearner learner;  // kAuto's
+  // Calls until the first decision (counted only until then) and the
+  // sampling CPU of the call threads not yet billed to a budget.
+  std::atomic<bool> decided{false};
+  std::atomic<uint64_t> calls_to_decide{0};
+  std::atomic<uint64_t> unbilled_sampling_ns{0};
   std::atomic<uint64_t> submitted{0};
   std::atomic<uint64_t> dropped{0};
   std::atomic<uint64_t> malformed{0};
@@ -63,6 +79,8 @@ struct MethodMeter::Impl {
   // Measuring CPU per sampled byte, learned (a first guess: several parses
   // of ~10 ns per byte each).
   double ns_per_byte = 60;
+  double first_sample_s = -1;  // when learning began
+  std::atomic<uint64_t> settle_calls{0};
 };
 
 namespace {
@@ -74,15 +92,21 @@ constexpr size_t kMaxQueuedBytes = size_t{16} << 20;
 // first samples of a fresh server are measured.
 constexpr double kCpuCreditNs = 5e6;
 constexpr double kLearnMinBytes = 4096;
-// kAuto's share without shadow options: its learning phase (1 in 8 calls
-// until 32 samples) must end on large messages too, each sample being
-// several parses; afterwards 1 in 512 keeps it far below this.
-constexpr double kAutoCpuShare = 0.25;
+// How often the idle measuring thread looks at kAuto's budget and re-check
+// times (a clock read or two: nothing next to the 2 %).
+constexpr auto kRefreshPeriod = std::chrono::milliseconds(100);
 
 double CpuNs(clockid_t clock) {
   timespec ts;
   clock_gettime(clock, &ts);
   return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+// Seconds on a steady clock: the learners' time.
+double NowS() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 struct Sample {
@@ -126,11 +150,26 @@ class Worker {
   void Register(MethodMeter::Impl* m) {
     MutexLock lock(&methods_mu_);
     methods_.push_back(m);
-    // One thread measures for every method: the largest share asked for.
-    cpu_share_ = std::max(cpu_share_, m->shadow.sample_one_in > 0
-                                          ? m->shadow.max_cpu_share
-                                          : kAutoCpuShare);
+    // Shadow measurement: one share for every method, the largest asked for.
+    if (m->shadow.sample_one_in > 0) {
+      cpu_share_ = std::max(cpu_share_, m->shadow.max_cpu_share);
+    }
+    // kAuto's own budget, process-wide: the smallest asked for.
+    if (m->is_auto()) {
+      const double share = std::clamp(m->automatic.max_cpu_share, 0.0, 1.0);
+      auto_share_ = any_auto_ ? std::min(auto_share_, share) : share;
+      any_auto_ = true;
+      auto_budget_.set_share(auto_share_);
+    }
   }
+
+  // A call thread's ask to take kAuto's next learning sample: true for one
+  // call at a time, while the budget has room.
+  bool TakeAutoTurn() {
+    return auto_open_.load(std::memory_order_relaxed) &&
+           auto_open_.exchange(false, std::memory_order_acquire);
+  }
+  void ReturnAutoTurn() { auto_open_.store(true, std::memory_order_release); }
   std::vector<MethodMeter::Impl*> Methods() {
     MutexLock lock(&methods_mu_);
     return methods_;
@@ -140,7 +179,9 @@ class Worker {
     return cpu_share_;
   }
 
-  void AddSamplingCpu(double ns) {
+  void AddSamplingCpu(MethodMeter::Impl* m, double ns) {
+    m->unbilled_sampling_ns.fetch_add(static_cast<uint64_t>(ns),
+                                      std::memory_order_relaxed);
     sampling_cpu_ns_.fetch_add(static_cast<uint64_t>(ns),
                                std::memory_order_relaxed);
   }
@@ -155,29 +196,114 @@ class Worker {
     cv_.SignalAll();
   }
 
+  double AutoBudgetSpentNs() const { return auto_budget_.spent_ns(); }
+  double AutoLastSampleNs() const {
+    return last_auto_sample_ns_.load(std::memory_order_relaxed);
+  }
+
  private:
   void Run() {
     // Below the server's threads: measuring must not delay calls.
     setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
     for (;;) {
-      Sample s;
+      std::optional<Sample> s;
+      bool paused = false;
       {
         MutexLock lock(&mu_);
-        while (paused_ || queue_.empty()) cv_.Wait(&mu_);
-        s = std::move(queue_.front());
-        queue_.pop_front();
-        queued_.store(queue_.size(), std::memory_order_relaxed);
-        queued_bytes_ -= s.request.size() + s.response.size();
+        if (paused_ || queue_.empty()) {
+          cv_.WaitUntil(&mu_,
+                        std::chrono::steady_clock::now() + kRefreshPeriod);
+        }
+        paused = paused_;
+        if (!paused_ && !queue_.empty()) {
+          s = std::move(queue_.front());
+          queue_.pop_front();
+          queued_.store(queue_.size(), std::memory_order_relaxed);
+          queued_bytes_ -= s->request.size() + s->response.size();
+        }
       }
-      Handle(s);
+      if (s.has_value()) Handle(*s);
+      if (!paused) Refresh();
       thread_cpu_ns_.store(
           static_cast<uint64_t>(CpuNs(CLOCK_THREAD_CPUTIME_ID)),
           std::memory_order_relaxed);
     }
   }
 
+  // Starts the re-checks that are due and lets the next kAuto learning
+  // sample be taken if some method wants one and the budget has room.
+  void Refresh() {
+    bool any_auto = false;
+    {
+      MutexLock lock(&methods_mu_);
+      any_auto = any_auto_;
+    }
+    if (!any_auto) return;
+    const double now = NowS();
+    bool wanted = false;
+    for (MethodMeter::Impl* m : Methods()) {
+      if (m->is_auto()) wanted |= m->learner.Wants(now);
+    }
+    auto_open_.store(
+        wanted && auto_budget_.Fits(CpuNs(CLOCK_PROCESS_CPUTIME_ID),
+                                    auto_budget_.expected_ns()),
+        std::memory_order_release);
+  }
+
   void Handle(Sample& s) {
     MethodMeter::Impl& m = *s.method;
+    const double start = CpuNs(CLOCK_THREAD_CPUTIME_ID);
+    const double sampling =
+        static_cast<double>(m.unbilled_sampling_ns.exchange(0));
+    WriteCapture(m, s);
+    if (m.is_auto() && m.learner.wants()) {
+      Learn(m, s);
+      const double cost = CpuNs(CLOCK_THREAD_CPUTIME_ID) - start + sampling;
+      auto_budget_.Spend(cost);
+      auto_budget_.LearnSampleCost(cost);
+      last_auto_sample_ns_.store(cost, std::memory_order_relaxed);
+    } else if (m.shadow.sample_one_in > 0) {
+      shadow_spent_ns_ += sampling;
+      if (!m.is_auto()) Shadow(m, s);
+      shadow_spent_ns_ += CpuNs(CLOCK_THREAD_CPUTIME_ID) - start;
+    } else {
+      auto_budget_.Spend(CpuNs(CLOCK_THREAD_CPUTIME_ID) - start + sampling);
+    }
+    // The probe's arena pages go where the server's threads can use them
+    // (CostProbe already gave its heap copy back).
+    PagePool::Default().FlushThreadCache();
+  }
+
+  // kAuto: the modes still measured, on these bytes, into the learner.
+  static void Learn(MethodMeter::Impl& m, const Sample& s) {
+    if (m.request_probe == nullptr) {
+      m.request_probe = std::make_unique<CostProbe>(m.request_prototype);
+      m.response_probe = std::make_unique<CostProbe>(m.response_prototype);
+    }
+    const double now = NowS();
+    if (m.first_sample_s < 0) m.first_sample_s = now;
+    const unsigned modes = m.learner.measured_mask();
+    ModeCosts total = m.request_probe->Measure(s.request, 1, modes);
+    if (total.ok) {
+      const ModeCosts response =
+          m.response_probe->Measure(s.response, 1, modes);
+      total.ok = response.ok;
+      for (int i = 0; i < kNumAllocationModes; ++i)
+        total.ns[i] += response.ns[i];
+    }
+    if (!total.ok) {
+      m.malformed.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    m.learner.Observe(total, now);
+    if (!m.decided.load(std::memory_order_relaxed) && !m.learner.wants()) {
+      m.settle_calls.store(m.calls_to_decide.load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
+      m.decided.store(true, std::memory_order_relaxed);
+    }
+  }
+
+  static void WriteCapture(MethodMeter::Impl& m, const Sample& s) {
     if (!m.shadow.capture_dir.empty()) {
       if (!m.capture) {
         m.capture.emplace(
@@ -199,15 +325,20 @@ class Worker {
         }
       }
     }
-    // The budget: this thread's CPU, with what this sample is expected to
-    // cost, against the process's. Expected, not spent: one large sample
+  }
+
+  // Shadow measurement: every mode, into the method's ModeChooser, within
+  // the shadow share.
+  void Shadow(MethodMeter::Impl& m, const Sample& s) {
+    // The budget: shadow measuring's CPU, with what this sample is expected
+    // to cost, against the process's. Expected, not spent: one large sample
     // (tens of ms) would otherwise overshoot a short run's share.
     const double bytes =
         static_cast<double>(s.request.size() + s.response.size());
     const double mine = CpuNs(CLOCK_THREAD_CPUTIME_ID);
     const double share = CpuShare();
     if (share < 1.0 &&
-        mine + bytes * m.ns_per_byte >
+        shadow_spent_ns_ + bytes * m.ns_per_byte >
             share * CpuNs(CLOCK_PROCESS_CPUTIME_ID) + kCpuCreditNs) {
       m.dropped.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -235,9 +366,6 @@ class Worker {
     } else {
       m.chooser.Observe(total);
     }
-    // The probe's arena pages go where the server's threads can use them
-    // (CostProbe already gave its heap copy back).
-    PagePool::Default().FlushThreadCache();
   }
 
   static bool Parses(const google::protobuf::Message& prototype,
@@ -258,10 +386,16 @@ class Worker {
   // serializing sampled calls.
   std::atomic<uint64_t> thread_cpu_ns_{0};
   std::atomic<uint64_t> sampling_cpu_ns_{0};
+  double shadow_spent_ns_ = 0;  // this thread only
+  LearningBudget auto_budget_;
+  std::atomic<bool> auto_open_{true};  // kAuto's next sample may be taken
+  std::atomic<double> last_auto_sample_ns_{0};
 
   Mutex methods_mu_;
   std::vector<MethodMeter::Impl*> methods_ ABSL_GUARDED_BY(methods_mu_);
   double cpu_share_ ABSL_GUARDED_BY(methods_mu_) = 0;
+  double auto_share_ ABSL_GUARDED_BY(methods_mu_) = 0;
+  bool any_auto_ ABSL_GUARDED_BY(methods_mu_) = false;
 };
 
 uint32_t NextRandom() {
@@ -275,8 +409,31 @@ uint32_t NextRandom() {
 }
 
 MeasuredMethodStats StatsOf(MethodMeter::Impl& m) {
-  const ModeChooser::Snapshot snap = m.chooser.snapshot();
   MeasuredMethodStats s;
+  if (m.is_auto()) {
+    const AutoLearner::Snapshot snap = m.learner.snapshot();
+    s.method = m.name;
+    s.automatic = true;
+    s.mode = s.recommended = snap.mode;
+    for (int i = 0; i < kNumAllocationModes; ++i)
+      s.cost_us[i] = snap.cost_ns[i] / 1e3;
+    s.samples = snap.samples;
+    s.switches = snap.switches;
+    s.settled = snap.settled;
+    s.decisions = snap.decisions;
+    s.dropped_modes = snap.dropped_modes;
+    if (snap.first_decision_s >= 0) {
+      s.settle_samples = snap.first_decision_samples;
+      s.settle_calls = m.settle_calls.load(std::memory_order_relaxed);
+      s.settle_s = snap.first_decision_s - m.first_sample_s;
+    }
+    s.dropped = m.dropped.load(std::memory_order_relaxed);
+    s.malformed = m.malformed.load(std::memory_order_relaxed);
+    s.captured = m.captured.load(std::memory_order_relaxed);
+    s.capture_errors = m.capture_errors.load(std::memory_order_relaxed);
+    return s;
+  }
+  const ModeChooser::Snapshot snap = m.chooser.snapshot();
   s.method = m.name;
   s.automatic = m.fixed_mode == AllocationMode::kAuto;
   s.recommended = snap.mode;
@@ -301,27 +458,32 @@ MeasuredMethodStats StatsOf(MethodMeter::Impl& m) {
 MethodMeter::MethodMeter(std::string name, AllocationMode mode,
                          const ShadowOptions& shadow,
                          const google::protobuf::Message* request_prototype,
-                         const google::protobuf::Message* response_prototype)
-    : impl_(new Impl(std::move(name), mode, shadow, request_prototype,
-                     response_prototype)) {
+                         const google::protobuf::Message* response_prototype,
+                         const AutoOptions& automatic)
+    : impl_(new Impl(std::move(name), mode, shadow, automatic,
+                     request_prototype, response_prototype)) {
   Worker::Get().Register(impl_);
 }
 
 AllocationMode MethodMeter::mode() const {
-  return impl_->fixed_mode == AllocationMode::kAuto ? impl_->chooser.current()
-                                                    : impl_->fixed_mode;
+  return impl_->is_auto() ? impl_->learner.current() : impl_->fixed_mode;
 }
 
 bool MethodMeter::ShouldSample() {
-  uint32_t one_in =
-      static_cast<uint32_t>(std::max(impl_->shadow.sample_one_in, 0));
-  if (impl_->fixed_mode == AllocationMode::kAuto) {
-    if (impl_->submitted.load(std::memory_order_relaxed) < 32) {
-      one_in = 8;
-    } else if (one_in == 0) {
-      one_in = 512;
+  Impl& m = *impl_;
+  if (m.is_auto()) {
+    if (!m.decided.load(std::memory_order_relaxed)) {
+      m.calls_to_decide.fetch_add(1, std::memory_order_relaxed);
+    }
+    // While learning, the next call after the budget allows one; settled,
+    // none until a re-check.
+    if (m.learner.wants() && Worker::Get().TakeAutoTurn()) {
+      if (Worker::Get().HasRoom()) return true;
+      Worker::Get().ReturnAutoTurn();
     }
   }
+  const uint32_t one_in =
+      static_cast<uint32_t>(std::max(m.shadow.sample_one_in, 0));
   if (one_in == 0 || NextRandom() % one_in != 0) return false;
   if (Worker::Get().HasRoom()) return true;
   impl_->dropped.fetch_add(1,
@@ -336,7 +498,7 @@ void MethodMeter::Submit(std::string request,
                          double cpu_ns) {
   const double start = ThreadCpuNs();
   SubmitBytes(std::move(request), response.SerializeAsString());
-  Worker::Get().AddSamplingCpu(cpu_ns + ThreadCpuNs() - start);
+  Worker::Get().AddSamplingCpu(impl_, cpu_ns + ThreadCpuNs() - start);
 }
 
 bool MethodMeter::SubmitBytes(std::string request, std::string response) {
@@ -351,6 +513,10 @@ bool MethodMeter::SubmitBytes(std::string request, std::string response) {
 
 void PauseMeasuringForTest(bool paused) { Worker::Get().Pause(paused); }
 size_t QueuedSamplesForTest() { return Worker::Get().Queued(); }
+double AutoLearningCpuNsForTest() { return Worker::Get().AutoBudgetSpentNs(); }
+double AutoLearningLastSampleNsForTest() {
+  return Worker::Get().AutoLastSampleNs();
+}
 
 }  // namespace arenarpc::internal
 

@@ -86,6 +86,24 @@ struct ShadowOptions {
   uint64_t capture_max_bytes = uint64_t{64} << 20;  // per method
 };
 
+// kAuto's learning budget: everything kAuto does to decide (serializing
+// sampled calls on the call threads, parsing them again in each mode on the
+// measuring thread, timing) takes at most `max_cpu_share` of the process's
+// CPU (2 % by default; plus a 5 ms start-up credit and the one sample in
+// flight). Learning samples are taken one at a time, when the budget has
+// room: a method settles after a few samples (modes surely more expensive
+// stop being measured early; arenarpc/mode_chooser.h, AutoLearner), then
+// takes none until a re-check `recheck_after_s` later, so a lasting change
+// of traffic is followed within that time plus one decision. Process-wide,
+// separate from shadow measurement's max_cpu_share (neither raises the
+// other); installs with different shares: the smallest wins. 0 keeps
+// every kAuto method on kArena without measuring (after the start-up
+// credit's few samples).
+struct AutoOptions {
+  double max_cpu_share = 0.02;
+  double recheck_after_s = 30;
+};
+
 // Giving memory back after a burst (off by default). Process-wide, like
 // the pools it trims: the first install that sets idle_ms starts one
 // low-priority thread (nice 19, never stopped) that, once no call was
@@ -108,6 +126,7 @@ struct ServerOptions {
       : mode(m) {}
   AllocationMode mode;
   ShadowOptions shadow;
+  AutoOptions automatic;  // kAuto's learning budget
   IdleTrimOptions idle_trim;
   // Cap on the pooled memory of the process (PagePool::Default()'s mapped
   // bytes: arena pages in use and cached, kReuse's instances included);
@@ -163,12 +182,14 @@ class MethodMeter {
   MethodMeter(std::string name, AllocationMode mode,
               const ShadowOptions& shadow,
               const google::protobuf::Message* request_prototype,
-              const google::protobuf::Message* response_prototype);
+              const google::protobuf::Message* response_prototype,
+              const AutoOptions& automatic = {});
   // The mode calls run in now.
   AllocationMode mode() const;
-  // True for the calls whose messages are measured (at random: under kAuto
-  // about 1 in 8 until 32 samples were taken, then 1 in 512 or the shadow
-  // rate; otherwise 1 in sample_one_in). False while the queue is full.
+  // True for the calls whose messages are measured: under kAuto, while it
+  // learns, the next call once its budget has room (one at a time); and a
+  // random 1 in sample_one_in when shadow measurement is on. False while
+  // the queue is full.
   bool ShouldSample();
   // Serializes the response of a sampled call (on the calling thread) and
   // queues it with the request's bytes. Never waits: drops the sample when
@@ -225,6 +246,9 @@ class SampledCall {
 // the number of samples queued now.
 void PauseMeasuringForTest(bool paused);
 size_t QueuedSamplesForTest();
+// Tests only: what kAuto's learning has spent (ns), and its last sample.
+double AutoLearningCpuNsForTest();
+double AutoLearningLastSampleNsForTest();
 
 // kHeap: request and response are heap objects inside the holder.
 template <class Req, class Resp>
@@ -379,7 +403,8 @@ class MeteredMessageAllocator final
  public:
   MeteredMessageAllocator(std::string name, const ServerOptions& options)
       : meter_(std::move(name), options.mode, options.shadow,
-               &Req::default_instance(), &Resp::default_instance()) {}
+               &Req::default_instance(), &Resp::default_instance(),
+               options.automatic) {}
 
   const internal::MethodMeter& meter() const { return meter_; }
 

@@ -97,6 +97,16 @@ struct MeasuredMethodStats {
   uint64_t malformed = 0;  // sampled bytes that did not parse
   uint64_t captured = 0;   // sampled requests written to capture_dir
   uint64_t capture_errors = 0;  // failed writes (capturing then stops)
+  // kAuto only: settled (not learning or re-checking now), decisions taken
+  // (the first and each re-check's), modes dropped early by the sequential
+  // test, and what the first decision took: samples, calls, seconds from
+  // the first sample (0 before it).
+  bool settled = false;
+  uint64_t decisions = 0;
+  uint64_t dropped_modes = 0;
+  uint64_t settle_samples = 0;
+  uint64_t settle_calls = 0;
+  double settle_s = 0;
 };
 using AutoMethodStats = MeasuredMethodStats;
 // Every measured method; GetAutoMethodStats() only kAuto's.

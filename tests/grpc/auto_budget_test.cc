@@ -1,0 +1,100 @@
+// kAuto's learning budget in the measuring thread (process-wide: own
+// binary): its share is ServerOptions::automatic's, and it never raises
+// shadow measurement's.
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <cstdint>
+#include <string>
+
+#include "arenarpc/grpc/server.h"
+#include "arenarpc/grpc/stats.h"
+#include "arenarpc/mode_chooser.h"
+#include "grpc/grpc_test_util.h"
+
+namespace arenarpc {
+namespace {
+
+using ::arenarpc::echo::EchoRequest;
+using ::arenarpc::echo::EchoResponse;
+using ::arenarpc::testing::WaitFor;
+
+MeasuredMethodStats StatsOf(const std::string& method) {
+  for (const MeasuredMethodStats& s : GetMeasuredMethodStats()) {
+    if (s.method == method) return s;
+  }
+  return {};
+}
+
+// The calling thread's work between samples: a server's calls, in CPU.
+void BurnCpu(double ns) {
+  const double start = internal::MethodMeter::ThreadCpuNs();
+  volatile uint64_t x = 1;
+  while (internal::MethodMeter::ThreadCpuNs() - start < ns) x = x * 3 + 1;
+}
+
+std::string Bytes(int scale) {
+  EchoRequest r;
+  echo::BuildEchoRequest(scale, 7, &r);
+  return r.SerializeAsString();
+}
+
+// Both in one test, in this order: the auto meter must be registered
+// before the shadow one is measured.
+TEST(AutoBudgetTest, AutoKeepsItsShareAndNeverRaisesShadows) {
+  AutoOptions automatic;
+  automatic.max_cpu_share = 0.05;
+  internal::MethodMeter learner("/t.A/Auto", AllocationMode::kAuto,
+                                ShadowOptions{},
+                                &EchoRequest::default_instance(),
+                                &EchoResponse::default_instance(), automatic);
+  ShadowOptions tight;
+  tight.sample_one_in = 1;
+  tight.max_cpu_share = 1e-9;  // the start-up credit only
+  internal::MethodMeter shadow("/t.S/Shadow", AllocationMode::kArena, tight,
+                               &EchoRequest::default_instance(),
+                               &EchoResponse::default_instance());
+  const std::string bytes = Bytes(40);
+
+  // kAuto: samples only when its budget has room, one at a time.
+  int sampled = 0;
+  for (int call = 0; call < 400; ++call) {
+    BurnCpu(1e6);  // 1 ms of "calls" each
+    if (learner.ShouldSample()) {
+      ++sampled;
+      const uint64_t before = StatsOf("/t.A/Auto").samples;
+      ASSERT_TRUE(learner.SubmitBytes(bytes, ""));
+      // Measured, or not needed any more (settled meanwhile).
+      ASSERT_TRUE(WaitFor([&] {
+        const MeasuredMethodStats s = StatsOf("/t.A/Auto");
+        return internal::QueuedSamplesForTest() == 0 &&
+               (s.samples > before || s.settled);
+      }));
+    }
+  }
+  EXPECT_GE(sampled, 2);
+  EXPECT_LT(sampled, 400);
+  const double spent = internal::AutoLearningCpuNsForTest();
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  const double process = ts.tv_sec * 1e9 + ts.tv_nsec;
+  // The guarantee: share * process + credit + the last sample admitted.
+  EXPECT_LE(spent, 0.05 * process + LearningBudget::kDefaultCreditNs +
+                       internal::AutoLearningLastSampleNsForTest());
+
+  // Shadow: its own (tiny) share, not kAuto's, nor 25 %.
+  int offered = 0;
+  for (int i = 0; i < 100; ++i) {
+    BurnCpu(2e6);
+    ASSERT_TRUE(WaitFor([&] { return shadow.SubmitBytes(bytes, ""); }));
+    ++offered;
+    ASSERT_TRUE(WaitFor([] { return internal::QueuedSamplesForTest() == 0; }));
+  }
+  const MeasuredMethodStats s = StatsOf("/t.S/Shadow");
+  // The credit's few (kAuto's 25 % used to let about 25 of these through).
+  EXPECT_LE(s.samples, 5u) << "dropped " << s.dropped;
+  EXPECT_GE(s.dropped, static_cast<uint64_t>(offered) - 5);
+}
+
+}  // namespace
+}  // namespace arenarpc
