@@ -68,11 +68,11 @@ class CallData {
         c->started_ = true;
         new CallData(c->service_, c->cq_, c->method_, c->live_);
         if (c->messages_.request()->delay_ms() > 0) {
-          c->alarm_.Set(c->cq_,
-                        std::chrono::system_clock::now() +
-                            std::chrono::milliseconds(
-                                c->messages_.request()->delay_ms()),
-                        &c->alarm_tag_);
+          c->alarm_.Set(
+              c->cq_,
+              std::chrono::system_clock::now() +
+                  std::chrono::milliseconds(c->messages_.request()->delay_ms()),
+              &c->alarm_tag_);
         } else {
           c->Answer();
         }
@@ -143,9 +143,9 @@ class AsyncServerTest : public ::testing::TestWithParam<AllocationMode> {
       bool ok;
       while (cq_->Next(&tag, &ok)) CallData::OnTag(tag, ok);
     });
-    stub_ = EchoService::NewStub(grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(port_),
-        grpc::InsecureChannelCredentials()));
+    stub_ = EchoService::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
+                            grpc::InsecureChannelCredentials()));
   }
   void TearDown() override {
     Shutdown();
@@ -201,9 +201,9 @@ TEST_P(AsyncServerTest, EchoesAndReportsTheMethod) {
 // gRPC requests again into the same request object after bytes that do not
 // parse; the next call on that CallData is answered correctly.
 TEST_P(AsyncServerTest, AMalformedRequestThenAGoodOne) {
-  grpc::GenericStub generic(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(port_),
-      grpc::InsecureChannelCredentials()));
+  grpc::GenericStub generic(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
+                          grpc::InsecureChannelCredentials()));
   grpc::Slice slice(std::string("\x0a\x64\x61\x62\x63", 5));
   grpc::ByteBuffer bad(&slice, 1);
   grpc::ByteBuffer out;
@@ -212,8 +212,8 @@ TEST_P(AsyncServerTest, AMalformedRequestThenAGoodOne) {
                            std::chrono::seconds(30));
   std::atomic<bool> done{false};
   grpc::Status bad_status;
-  generic.UnaryCall(&bad_context, std::string("/") + kEcho,
-                    grpc::StubOptions(), &bad, &out, [&](grpc::Status s) {
+  generic.UnaryCall(&bad_context, std::string("/") + kEcho, grpc::StubOptions(),
+                    &bad, &out, [&](grpc::Status s) {
                       bad_status = std::move(s);
                       done = true;
                     });
