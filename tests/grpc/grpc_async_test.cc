@@ -10,12 +10,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "arenarpc/grpc/async.h"
+#include "arenarpc/grpc/client.h"
 #include "arenarpc/grpc/stats.h"
 #include "echo_service.h"
 #include "grpc/grpc_test_util.h"
@@ -252,6 +254,45 @@ TEST_P(AsyncServerTest, CancelledAndShutDownWithCallsWaiting) {
   Shutdown();  // the others are cancelled by the server's shutdown
   for (std::thread& t : clients) t.join();
   EXPECT_EQ(ended.load(), kCalls);
+}
+
+// The async stub side: ClientCall scopes (context, request and response on
+// one pooled arena) kept until Finish's tag; gRPC parses each response in
+// place into the scope's response.
+TEST_P(AsyncServerTest, AsyncStubWithClientCallScopes) {
+  constexpr int kCalls = 8;
+  grpc::CompletionQueue client_cq;
+  std::vector<std::unique_ptr<ClientCall<EchoRequest, EchoResponse>>> calls;
+  std::vector<std::unique_ptr<grpc::ClientAsyncResponseReader<EchoResponse>>>
+      readers;
+  std::vector<grpc::Status> statuses(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back(std::make_unique<ClientCall<EchoRequest, EchoResponse>>());
+    echo::BuildEchoRequest(10, i, calls[i]->request());
+    readers.push_back(stub_->PrepareAsyncEcho(
+        calls[i]->context(), *calls[i]->request(), &client_cq));
+    readers[i]->StartCall();
+    readers[i]->Finish(calls[i]->response(), &statuses[i],
+                       reinterpret_cast<void*>(static_cast<intptr_t>(i)));
+  }
+  for (int n = 0; n < kCalls; ++n) {
+    void* tag;
+    bool ok;
+    ASSERT_TRUE(client_cq.Next(&tag, &ok));
+    ASSERT_TRUE(ok);
+    const int i = static_cast<int>(reinterpret_cast<intptr_t>(tag));
+    ASSERT_TRUE(statuses[i].ok()) << statuses[i].error_message();
+    std::string why;
+    EXPECT_TRUE(echo::VerifyEchoResponse(*calls[i]->request(),
+                                         *calls[i]->response(), &why))
+        << why;
+    EXPECT_NE(calls[i]->response()->GetArena(), nullptr);
+  }
+  client_cq.Shutdown();
+  void* tag;
+  bool ok;
+  while (client_cq.Next(&tag, &ok)) {
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, AsyncServerTest, testing::AllModes(),

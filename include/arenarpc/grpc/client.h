@@ -19,6 +19,12 @@
 //   grpc::Status s = stub->Echo(call.context(), *call.request(),
 //   call.response());
 //
+//   // Async stubs (completion queue): keep the scope until Finish's tag;
+//   // gRPC serializes the request at once and parses the response in place.
+//   auto rpc = stub->PrepareAsyncEcho(call.context(), *call.request(), &cq);
+//   rpc->StartCall();
+//   rpc->Finish(call.response(), &status, tag);
+//
 // gRPC requires the context, request and response of a callback call to
 // stay valid until its callback has run; Then() moves their ownership into
 // the callback it returns. The context is destroyed just before `done` runs,
