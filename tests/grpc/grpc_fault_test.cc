@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -67,6 +68,15 @@ TEST_P(GrpcFaultTest, PagesRefusedCallsAreServedFromTheHeapAndServingGoesOn) {
   const uint64_t fallback_before = GetArenaStats().blocks_from_heap_fallback;
   uint64_t fallback_after;
   {
+    // Reuse keeps instances (each on its own arena) across calls: drop the
+    // cached ones, so that the calls below need new arenas, whichever
+    // gRPC thread serves them (else reuse may need no block at all).
+    SharedMessagePool<EchoRequest>().ReleaseIdleCaches(
+        std::chrono::milliseconds(0));
+    SharedMessagePool<EchoResponse>().ReleaseIdleCaches(
+        std::chrono::milliseconds(0));
+    SharedMessagePool<EchoRequest>().Trim();
+    SharedMessagePool<EchoResponse>().Trim();
     PagePool::Default().Trim();
     test::MapFaults faults(1);  // every mapping fails
     ExpectEchoes(stub.get(), 30);
