@@ -4,7 +4,6 @@
 // cancelled while its answer is delayed (AsyncNotifyWhenDone), shutdown with
 // calls waiting. Every call's messages come back (stats prove it).
 #include <grpcpp/alarm.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -203,23 +202,10 @@ TEST_P(AsyncServerTest, EchoesAndReportsTheMethod) {
 // gRPC requests again into the same request object after bytes that do not
 // parse; the next call on that CallData is answered correctly.
 TEST_P(AsyncServerTest, AMalformedRequestThenAGoodOne) {
-  grpc::GenericStub generic(
+  const grpc::Status bad_status = testing::CallWithBytes(
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
-                          grpc::InsecureChannelCredentials()));
-  grpc::Slice slice(std::string("\x0a\x64\x61\x62\x63", 5));
-  grpc::ByteBuffer bad(&slice, 1);
-  grpc::ByteBuffer out;
-  grpc::ClientContext bad_context;
-  bad_context.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::seconds(30));
-  std::atomic<bool> done{false};
-  grpc::Status bad_status;
-  generic.UnaryCall(&bad_context, std::string("/") + kEcho, grpc::StubOptions(),
-                    &bad, &out, [&](grpc::Status s) {
-                      bad_status = std::move(s);
-                      done = true;
-                    });
-  ASSERT_TRUE(WaitFor([&] { return done.load(); }));
+                          grpc::InsecureChannelCredentials()),
+      std::string("/") + kEcho, std::string("\x0a\x64\x61\x62\x63", 5));
   EXPECT_FALSE(bad_status.ok());
   EchoRequest request;
   echo::BuildEchoRequest(10, 3, &request);

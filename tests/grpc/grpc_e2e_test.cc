@@ -157,25 +157,13 @@ TEST_P(EchoE2eTest, TheContextLetsGoOfTheChannelBeforeDone) {
 
 TEST_P(EchoE2eTest, MalformedBytesFailTheCallAndReturnTheMessages) {
   const uint64_t calls = testing::Calls(mode_);
-  grpc::GenericStub generic(channel_);
   // Field 1 (payload, length-delimited) claims 100 bytes, 3 follow.
   const std::string garbage[] = {std::string("\x0a\x64\x61\x62\x63", 5),
                                  std::string("\xff\xff\xff\xff\xff\xff", 6),
                                  std::string("\x12\x05\x0a\x03", 4)};
   for (const std::string& bytes : garbage) {
-    grpc::Slice slice(bytes);
-    grpc::ByteBuffer request(&slice, 1);
-    grpc::ByteBuffer response;
-    grpc::ClientContext context;
-    Latch latch(1);
-    grpc::Status status;
-    generic.UnaryCall(&context, "/arenarpc.echo.EchoService/Echo",
-                      grpc::StubOptions(), &request, &response,
-                      [&](grpc::Status s) {
-                        status = std::move(s);
-                        latch.CountDown();
-                      });
-    ASSERT_TRUE(latch.Wait());
+    const grpc::Status status = testing::CallWithBytes(
+        channel_, "/arenarpc.echo.EchoService/Echo", bytes);
     // What plain gRPC 1.51 answers: its callback unary handler, its
     // "unimplemented" reactor; its sync handler, INTERNAL.
     EXPECT_EQ(status.error_code(), api_ == ServerApi::kSync

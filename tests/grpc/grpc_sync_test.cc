@@ -4,14 +4,11 @@
 // input and faults (malformed, oversize, cancel, deadline, shutdown) are in
 // grpc_e2e_test.cc, which runs every test on both APIs.
 #include <grpc/support/log.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -342,28 +339,12 @@ TEST(SyncFaultTest, MalformedBytesGetPlainGrpcsStatus) {
     int port = 0;
     std::unique_ptr<grpc::Server> server = StartServer(&service, &port);
     ASSERT_NE(server, nullptr);
-    grpc::GenericStub generic(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                            grpc::InsecureChannelCredentials()));
-    grpc::Slice slice(std::string("\x0a\x64\x61\x62\x63", 5));
-    grpc::ByteBuffer request(&slice, 1);
-    grpc::ByteBuffer response;
-    grpc::ClientContext context;
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    generic.UnaryCall(&context, "/arenarpc.echo.EchoService/Echo",
-                      grpc::StubOptions(), &request, &response,
-                      [&](grpc::Status s) {
-                        std::lock_guard<std::mutex> lock(mu);
-                        codes[installed] = s.error_code();
-                        done = true;
-                        cv.notify_all();
-                      });
-    std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(
-        cv.wait_for(lock, std::chrono::seconds(60), [&] { return done; }));
-    lock.unlock();
+    codes[installed] =
+        testing::CallWithBytes(
+            grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                grpc::InsecureChannelCredentials()),
+            std::string("/") + kEcho, std::string("\x0a\x64\x61\x62\x63", 5))
+            .error_code();
     server->Shutdown();
   }
   EXPECT_NE(codes[0], grpc::StatusCode::OK);

@@ -3,11 +3,13 @@
 #ifndef ARENARPC_TESTS_GRPC_GRPC_TEST_UTIL_H_
 #define ARENARPC_TESTS_GRPC_GRPC_TEST_UTIL_H_
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -62,6 +64,25 @@ inline uint64_t InFlight(AllocationMode mode) {
   return ModeStats(mode).in_flight;
 }
 inline uint64_t Calls(AllocationMode mode) { return ModeStats(mode).calls; }
+
+// A unary call of `method` ("/pkg.Service/Method") whose request is `bytes`
+// as they are (malformed ones included), waited for; its status.
+inline grpc::Status CallWithBytes(const std::shared_ptr<grpc::Channel>& channel,
+                                  const std::string& method,
+                                  const std::string& bytes) {
+  grpc::GenericStub generic(channel);
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  grpc::ClientContext context;
+  // The deadline bounds a hang; the callback always runs.
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(60));
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status s) { done.set_value(std::move(s)); });
+  return done.get_future().get();
+}
 
 // Echo server on 127.0.0.1, a free port, with `options` (or a mode)
 // installed on the service of `api` (callback: EchoServiceImpl, sync:

@@ -56,7 +56,8 @@ namespace internal {
 void RecordInstalledMethod(std::string_view method, ServerApi api,
                            AllocationMode installed, const MethodMeter* meter);
 
-// The allocator `options` gives Req/Resp under the name `method`: for a
+// The allocator `options` gives Req/Resp under the name `method` (never
+// empty: "pkg.Service/Method", or TypePairName): for a
 // fixed mode a process-wide one per mode; for kAuto, or with shadow
 // measurement, one per method and mode, so each method is measured, chosen
 // for and labelled on its own (installing the same method again shares its
@@ -74,9 +75,7 @@ AllocatorFor(const ServerOptions& options, std::string_view method) {
   static auto* const allocators ABSL_PT_GUARDED_BY(mu) =
       new std::map<std::pair<std::string, AllocationMode>,
                    MeteredMessageAllocator<Req, Resp>*>();
-  std::string name =
-      method.empty() ? MessageTypeName<Req>() + " -> " + MessageTypeName<Resp>()
-                     : std::string(method);
+  std::string name(method);
   MutexLock lock(&mu);
   auto& allocator = (*allocators)[{name, mode}];
   if (allocator == nullptr) {
@@ -103,10 +102,8 @@ MethodInstall InstallCallbackMethod(
     void (Mixin::*setter)(::grpc::MessageAllocator<Req, Resp>*)) {
   static_assert(std::is_base_of_v<Mixin, Service>,
                 "the setter is not a member of this service");
-  const std::string name = method.empty()
-                               ? internal::MessageTypeName<Req>() + " -> " +
-                                     internal::MessageTypeName<Resp>()
-                               : std::string(method);
+  const std::string name = method.empty() ? internal::TypePairName<Req, Resp>()
+                                          : std::string(method);
   auto [allocator, meter] = internal::AllocatorFor<Req, Resp>(options, name);
   (service->*setter)(allocator);
   return internal::Served(name, ServerApi::kCallback,

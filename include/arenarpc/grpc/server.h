@@ -147,6 +147,11 @@ template <class T>
 std::string MessageTypeName() {
   return std::string(T::descriptor()->full_name());
 }
+// What names a method that was installed without its gRPC name.
+template <class Req, class Resp>
+std::string TypePairName() {
+  return MessageTypeName<Req>() + " -> " + MessageTypeName<Resp>();
+}
 }  // namespace internal
 
 // The process-wide pool of T used by kReuse (never destroyed).
@@ -449,8 +454,7 @@ template <class Req, class Resp>
     }
     case AllocationMode::kAuto: {
       static auto* const a = new MeteredMessageAllocator<Req, Resp>(
-          internal::MessageTypeName<Req>() + " -> " +
-              internal::MessageTypeName<Resp>(),
+          internal::TypePairName<Req, Resp>(),
           ServerOptions(AllocationMode::kAuto));
       return a;
     }
