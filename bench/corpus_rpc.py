@@ -48,7 +48,7 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     # Shadow measurement's own cost: arena with 1 call in 100 measured.
     "arena+shadow": ("arena", None, ["--shadow_sample_one_in=100"]),
 }
-DEFAULT_CONFIGS = ["plain", "plain+mimalloc", "plain+tcmalloc", "heap", "arena", "reuse", "auto"]
+DEFAULT_CONFIGS = ["plain", "plain+mimalloc", "plain+tcmalloc", "plain+jemalloc", "heap", "arena", "reuse", "auto"]
 
 
 def services(build):
@@ -238,7 +238,7 @@ def main():
     p.add_argument("--services", default="", help="comma-separated (default: all)")
     p.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
                    help="any of " + ",".join(CONFIGS))
-    p.add_argument("--api", default="callback", choices=["callback", "sync"],
+    p.add_argument("--api", default="callback", choices=["callback", "sync", "async"],
                    help="server API of the services (the baseline is plain gRPC on the same API)")
     p.add_argument("--plot", default="", help="write a PNG of the CPU ratios here")
     p.add_argument("--rounds", type=int, default=3)

@@ -22,13 +22,13 @@ void FillBytes(uint32_t seed, uint32_t a, uint32_t b, size_t n,
   }
 }
 
+}  // namespace
+
 void FillResponse(const EchoRequest& request, EchoResponse* response) {
   response->mutable_payload()->CopyFrom(request.payload());
   response->mutable_results()->CopyFrom(request.results());
   response->set_request_bytes(request.ByteSizeLong());
 }
-
-}  // namespace
 
 void BuildEchoRequest(int scale, uint32_t seed, EchoRequest* request) {
   for (int i = 0; i < 10 * scale; ++i) {

@@ -49,6 +49,9 @@ namespace arenarpc::echo {
 // 8 bytes. scale = 100: ~130 KB, ~11,100 byte fields.
 void BuildEchoRequest(int scale, uint32_t seed, EchoRequest* request);
 
+// The echo: payload and results copied, the request's size recorded.
+void FillResponse(const EchoRequest& request, EchoResponse* response);
+
 // True if `response` echoes `request`; otherwise `why` says what differs.
 bool VerifyEchoResponse(const EchoRequest& request,
                         const EchoResponse& response, std::string* why);

@@ -1,5 +1,6 @@
 // arenarpc_corpus_server: every corpus service (README.md) in one gRPC
-// server, on the callback API or (--api=sync) the sync API, with a start-up
+// server, on the callback API, the sync API (--api=sync) or the async
+// completion-queue API (--api=async, corpus_async.h), with a start-up
 // allocation mode.
 //
 //   arenarpc_corpus_server --port=0 --mode=arena   # "listening on 127.0.0.1:N"
@@ -39,6 +40,7 @@
 #include "arenarpc/grpc/install.h"
 #include "arenarpc/grpc/stats.h"
 #include "corpus.h"
+#include "corpus_async.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.arenarpc.h"
 #include "github.com/cortexproject/cortex/pkg/distributor/distributorpb/distributor.arenarpc.h"
 #include "google/logging/v2/logging.arenarpc.h"
@@ -54,7 +56,11 @@ ABSL_FLAG(int, port, 50051, "port to listen on; 0 picks a free port");
 ABSL_FLAG(std::string, mode, "arena",
           "none (no allocator: plain gRPC), heap, arena, reuse or auto");
 ABSL_FLAG(std::string, api, "callback",
-          "server API of the services: callback or sync (Svc::Service)");
+          "server API of the services: callback, sync (Svc::Service) or "
+          "async (Svc::AsyncService, completion queues)");
+ABSL_FLAG(int, async_cqs, 2, "--api=async: completion queues (a thread each)");
+ABSL_FLAG(int, async_pending, 4,
+          "--api=async: requests posted per method per queue");
 ABSL_FLAG(int, max_receive_bytes, 16 << 20,
           "largest request accepted (the corpus's largest is ~4 MB)");
 ABSL_FLAG(int, shadow_sample_one_in, 0,
@@ -280,8 +286,9 @@ int main(int argc, char** argv) {
 
   // Every service on one API; the install names each method it served.
   const std::string api = absl::GetFlag(FLAGS_api);
-  if (api != "callback" && api != "sync") {
-    std::fprintf(stderr, "--api: callback or sync, not %s\n", api.c_str());
+  if (api != "callback" && api != "sync" && api != "async") {
+    std::fprintf(stderr, "--api: callback, sync or async, not %s\n",
+                 api.c_str());
     return 2;
   }
   HealthImpl health;
@@ -324,7 +331,9 @@ int main(int argc, char** argv) {
     return r;
   };
   std::vector<grpc::Service*> services;
-  if (api == "sync") {
+  if (api == "async") {
+    // registered by AsyncCorpus below
+  } else if (api == "sync") {
     services = {&health_sync,    &otlp_trace_sync, &otlp_metrics_sync,
                 &otlp_logs_sync, &publisher_sync,  &logging_sync,
                 &kv_sync,        &horaedb_sync,    &cortex_sync};
@@ -333,27 +342,36 @@ int main(int argc, char** argv) {
                 &logging, &kv,         &horaedb,      &cortex};
   }
   arenarpc::InstallResult installed;
+  grpc::ServerBuilder builder;
+  std::optional<arenarpc::ServerOptions> options;
   if (mode.has_value()) {
-    arenarpc::ServerOptions options(*mode);
-    options.shadow.sample_one_in = absl::GetFlag(FLAGS_shadow_sample_one_in);
-    options.shadow.max_cpu_share = absl::GetFlag(FLAGS_shadow_max_cpu_share);
-    options.shadow.capture_dir = absl::GetFlag(FLAGS_capture_dir);
-    options.shadow.capture_max_files = absl::GetFlag(FLAGS_capture_max_files);
-    options.shadow.capture_max_bytes = absl::GetFlag(FLAGS_capture_max_bytes);
+    options.emplace(*mode);
+    options->shadow.sample_one_in = absl::GetFlag(FLAGS_shadow_sample_one_in);
+    options->shadow.max_cpu_share = absl::GetFlag(FLAGS_shadow_max_cpu_share);
+    options->shadow.capture_dir = absl::GetFlag(FLAGS_capture_dir);
+    options->shadow.capture_max_files = absl::GetFlag(FLAGS_capture_max_files);
+    options->shadow.capture_max_bytes = absl::GetFlag(FLAGS_capture_max_bytes);
+  }
+  std::unique_ptr<arenarpc::corpus::AsyncCorpus> async;
+  if (api == "async") {
+    async = std::make_unique<arenarpc::corpus::AsyncCorpus>(
+        &builder, absl::GetFlag(FLAGS_async_cqs), options);
+    installed = async->installed();
+  } else if (options.has_value()) {
     installed =
         api == "sync"
-            ? install(options, health_sync, otlp_trace_sync, otlp_metrics_sync,
+            ? install(*options, health_sync, otlp_trace_sync, otlp_metrics_sync,
                       otlp_logs_sync, publisher_sync, logging_sync, kv_sync,
                       horaedb_sync, cortex_sync)
-            : install(options, health, otlp_trace, otlp_metrics, otlp_logs,
+            : install(*options, health, otlp_trace, otlp_metrics, otlp_logs,
                       publisher, logging, kv, horaedb, cortex);
-    if (!installed.ok() || installed.served() != installed.unary_methods()) {
-      std::fprintf(stderr, "install: %s\n", installed.ToString().c_str());
-      return 1;
-    }
+  }
+  if (mode.has_value() &&
+      (!installed.ok() || installed.served() != installed.unary_methods())) {
+    std::fprintf(stderr, "install: %s\n", installed.ToString().c_str());
+    return 1;
   }
 
-  grpc::ServerBuilder builder;
   int port = 0;
   const std::string host = absl::GetFlag(FLAGS_host);
   builder.AddListeningPort(absl::StrCat(host, ":", absl::GetFlag(FLAGS_port)),
@@ -366,6 +384,7 @@ int main(int argc, char** argv) {
                  absl::GetFlag(FLAGS_port));
     return 1;
   }
+  if (async != nullptr) async->Start(absl::GetFlag(FLAGS_async_pending));
   if (mode.has_value()) {
     std::fprintf(
         stderr, "api %s, mode %s (effective %s), allocators on %d methods\n",
@@ -388,6 +407,7 @@ int main(int argc, char** argv) {
       std::chrono::system_clock::now() +
       std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   server->Wait();
+  if (async != nullptr) async->Stop();
   if (!arenarpc::GetMeasuredMethodStats().empty()) {
     // What measuring cost against the whole process (one run, no noise
     // from comparing two runs): bench/advise_check.py reads this line.

@@ -38,6 +38,11 @@
 // arena until the CallData is destroyed (at most the largest accepted
 // message per failure; every mode is correct, only arena keeps them).
 //
+// Stats count a call when its messages are given back, so the messages of
+// requests still posted when the server shuts down (one per posted
+// RequestXxx, released with their CallData on the !ok tag) count too.
+// A complete server in this shape: examples/echo_async_server.cc.
+//
 // Thread safety: AsyncMethod is thread-safe (NewCall from any thread);
 // a CallMessages is used by one call at a time, like its CallData.
 // Lifetime: an AsyncMethod's allocator is process-wide and never destroyed;

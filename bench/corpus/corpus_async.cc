@@ -1,0 +1,204 @@
+#include "corpus_async.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "arenarpc/grpc/async.h"
+#include "corpus.h"
+#include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+#include "github.com/cortexproject/cortex/pkg/distributor/distributorpb/distributor.grpc.pb.h"
+#include "google/logging/v2/logging.grpc.pb.h"
+#include "google/pubsub/v1/pubsub.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "opentelemetry/proto/collector/logs/v1/logs_service.grpc.pb.h"
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.grpc.pb.h"
+#include "opentelemetry/proto/collector/trace/v1/trace_service.grpc.pb.h"
+#include "storage.grpc.pb.h"
+
+namespace arenarpc::corpus {
+
+// A tag on a completion queue: a call's state machine.
+class AsyncTag {
+ public:
+  virtual ~AsyncTag() = default;
+  virtual void Proceed(bool ok) = 0;
+};
+
+struct AsyncCorpus::Method {
+  virtual ~Method() = default;
+  // Posts one request for this method on `cq` (a new CallData).
+  virtual void Spawn(grpc::ServerCompletionQueue* cq) = 0;
+};
+
+namespace {
+
+// The walk's result, kept alive per thread (see corpus_server.cc).
+thread_local uint64_t async_walk_sink = 0;
+
+template <class AsyncSvc, class Req, class Resp, auto kRequest>
+class MethodOf final : public AsyncCorpus::Method {
+ public:
+  MethodOf(AsyncSvc* service, const Service& corpus,
+           std::unique_ptr<AsyncMethod<Req, Resp>> pooled)
+      : service_(service), corpus_(corpus), pooled_(std::move(pooled)) {}
+
+  void Spawn(grpc::ServerCompletionQueue* cq) override {
+    new CallData(this, cq);
+  }
+
+ private:
+  // gRPC's async greeter CallData: requested -> finishing -> deleted.
+  class CallData final : public AsyncTag {
+   public:
+    CallData(MethodOf* method, grpc::ServerCompletionQueue* cq)
+        : method_(method), cq_(cq), responder_(&context_) {
+      if (method->pooled_ != nullptr) {
+        messages_ = method->pooled_->NewCall();
+        request_ = messages_.request();
+        response_ = messages_.response();
+      } else {
+        request_ = &plain_->first;
+        response_ = &plain_->second;
+      }
+      (method->service_->*kRequest)(&context_, request_, &responder_, cq, cq,
+                                    this);
+    }
+
+    void Proceed(bool ok) override {
+      if (finishing_ || !ok) {  // Finish's tag, or the queue shuts down
+        delete this;
+        return;
+      }
+      method_->Spawn(cq_);  // the next call of this method
+      async_walk_sink += method_->corpus_.walk(*request_);
+      method_->corpus_.respond(*request_, response_);
+      finishing_ = true;
+      responder_.Finish(*response_, grpc::Status::OK, this);
+    }
+
+   private:
+    MethodOf* const method_;
+    grpc::ServerCompletionQueue* const cq_;
+    // Declared before the context: destroyed after it (async.h).
+    CallMessages<Req, Resp> messages_;
+    std::optional<std::pair<Req, Resp>> plain_ =
+        method_->pooled_ == nullptr
+            ? std::optional<std::pair<Req, Resp>>(std::in_place)
+            : std::nullopt;
+    Req* request_ = nullptr;
+    Resp* response_ = nullptr;
+    grpc::ServerContext context_;
+    grpc::ServerAsyncResponseWriter<Resp> responder_;
+    bool finishing_ = false;
+  };
+
+  AsyncSvc* const service_;
+  const Service& corpus_;
+  const std::unique_ptr<AsyncMethod<Req, Resp>> pooled_;  // null: plain
+};
+
+const Service& Find(const char* name) {
+  const Service* s = FindService(name);
+  if (s == nullptr) {
+    std::fprintf(stderr, "corpus service %s missing\n", name);
+    std::abort();
+  }
+  return *s;
+}
+
+}  // namespace
+
+template <class AsyncSvc, class Req, class Resp, auto kRequest>
+void AsyncCorpus::Add(grpc::ServerBuilder* builder,
+                      const std::optional<ServerOptions>& options,
+                      const char* corpus_name) {
+  auto service = std::make_unique<AsyncSvc>();
+  const Service& corpus = Find(corpus_name);
+  std::unique_ptr<AsyncMethod<Req, Resp>> pooled;
+  if (options.has_value()) {
+    // corpus.method is "/pkg.Service/Method"; AsyncMethod wants no slash.
+    pooled = std::make_unique<AsyncMethod<Req, Resp>>(
+        std::string_view(corpus.method).substr(1), *options);
+    installed_.Add(pooled->report());
+  }
+  methods_.push_back(std::make_unique<MethodOf<AsyncSvc, Req, Resp, kRequest>>(
+      service.get(), corpus, std::move(pooled)));
+  builder->RegisterService(service.get());
+  services_.push_back(std::move(service));
+}
+
+AsyncCorpus::AsyncCorpus(grpc::ServerBuilder* builder, int cqs,
+                         std::optional<ServerOptions> options) {
+  // One AsyncService per corpus service, its one served method.
+  namespace health = ::grpc::health::v1;
+  namespace trace = ::opentelemetry::proto::collector::trace::v1;
+  namespace metrics = ::opentelemetry::proto::collector::metrics::v1;
+  namespace logs = ::opentelemetry::proto::collector::logs::v1;
+  namespace pubsub = ::google::pubsub::v1;
+  namespace logging = ::google::logging::v2;
+  Add<health::Health::AsyncService, health::HealthCheckRequest,
+      health::HealthCheckResponse, &health::Health::AsyncService::RequestCheck>(
+      builder, options, "health");
+  Add<trace::TraceService::AsyncService, trace::ExportTraceServiceRequest,
+      trace::ExportTraceServiceResponse,
+      &trace::TraceService::AsyncService::RequestExport>(builder, options,
+                                                         "otlp_trace");
+  Add<metrics::MetricsService::AsyncService,
+      metrics::ExportMetricsServiceRequest,
+      metrics::ExportMetricsServiceResponse,
+      &metrics::MetricsService::AsyncService::RequestExport>(builder, options,
+                                                             "otlp_metrics");
+  Add<logs::LogsService::AsyncService, logs::ExportLogsServiceRequest,
+      logs::ExportLogsServiceResponse,
+      &logs::LogsService::AsyncService::RequestExport>(builder, options,
+                                                       "otlp_logs");
+  Add<pubsub::Publisher::AsyncService, pubsub::PublishRequest,
+      pubsub::PublishResponse,
+      &pubsub::Publisher::AsyncService::RequestPublish>(builder, options,
+                                                        "pubsub_publish");
+  Add<logging::LoggingServiceV2::AsyncService, logging::WriteLogEntriesRequest,
+      logging::WriteLogEntriesResponse,
+      &logging::LoggingServiceV2::AsyncService::RequestWriteLogEntries>(
+      builder, options, "logging_write");
+  Add<::etcdserverpb::KV::AsyncService, ::etcdserverpb::TxnRequest,
+      ::etcdserverpb::TxnResponse,
+      &::etcdserverpb::KV::AsyncService::RequestTxn>(builder, options,
+                                                     "etcd_txn");
+  Add<::storage::StorageService::AsyncService, ::storage::WriteRequest,
+      ::storage::WriteResponse,
+      &::storage::StorageService::AsyncService::RequestWrite>(builder, options,
+                                                              "horaedb_write");
+  Add<::distributor::Distributor::AsyncService, ::cortexpb::WriteRequest,
+      ::cortexpb::WriteResponse,
+      &::distributor::Distributor::AsyncService::RequestPush>(builder, options,
+                                                              "cortex_push");
+  for (int i = 0; i < cqs; ++i) cqs_.push_back(builder->AddCompletionQueue());
+}
+
+AsyncCorpus::~AsyncCorpus() { Stop(); }
+
+void AsyncCorpus::Start(int pending) {
+  for (auto& cq : cqs_) {
+    for (auto& method : methods_) {
+      for (int i = 0; i < pending; ++i) method->Spawn(cq.get());
+    }
+    threads_.emplace_back([cq = cq.get()] {
+      void* tag = nullptr;
+      bool ok = false;
+      while (cq->Next(&tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
+    });
+  }
+}
+
+void AsyncCorpus::Stop() {
+  if (threads_.empty()) return;
+  // The server is shut down: every pending request comes back !ok.
+  for (auto& cq : cqs_) cq->Shutdown();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+}  // namespace arenarpc::corpus
