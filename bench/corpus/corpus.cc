@@ -131,7 +131,7 @@ const std::vector<Service>& Services() {
       internal::OtlpMetricsService(), internal::OtlpLogsService(),
       internal::PubsubService(),      internal::LoggingService(),
       internal::EtcdService(),        internal::HoraedbService(),
-      internal::CortexService()};
+      internal::CortexService(),      internal::EtcdRangeService()};
   return *services;
 }
 

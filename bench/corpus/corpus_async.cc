@@ -115,7 +115,16 @@ template <class AsyncSvc, class Req, class Resp, auto kRequest>
 void AsyncCorpus::Add(grpc::ServerBuilder* builder,
                       const std::optional<ServerOptions>& options,
                       const char* corpus_name) {
-  auto service = std::make_unique<AsyncSvc>();
+  // One instance per gRPC service, however many of its methods are served.
+  AsyncSvc* service = nullptr;
+  for (auto& s : services_) {
+    if (auto* same = dynamic_cast<AsyncSvc*>(s.get())) service = same;
+  }
+  if (service == nullptr) {
+    services_.push_back(std::make_unique<AsyncSvc>());
+    service = static_cast<AsyncSvc*>(services_.back().get());
+    builder->RegisterService(service);
+  }
   const Service& corpus = Find(corpus_name);
   std::unique_ptr<AsyncMethod<Req, Resp>> pooled;
   if (options.has_value()) {
@@ -125,9 +134,7 @@ void AsyncCorpus::Add(grpc::ServerBuilder* builder,
     installed_.Add(pooled->report());
   }
   methods_.push_back(std::make_unique<MethodOf<AsyncSvc, Req, Resp, kRequest>>(
-      service.get(), corpus, std::move(pooled)));
-  builder->RegisterService(service.get());
-  services_.push_back(std::move(service));
+      service, corpus, std::move(pooled)));
 }
 
 AsyncCorpus::AsyncCorpus(grpc::ServerBuilder* builder, int cqs,
@@ -167,6 +174,10 @@ AsyncCorpus::AsyncCorpus(grpc::ServerBuilder* builder, int cqs,
       ::etcdserverpb::TxnResponse,
       &::etcdserverpb::KV::AsyncService::RequestTxn>(builder, options,
                                                      "etcd_txn");
+  Add<::etcdserverpb::KV::AsyncService, ::etcdserverpb::RangeRequest,
+      ::etcdserverpb::RangeResponse,
+      &::etcdserverpb::KV::AsyncService::RequestRange>(builder, options,
+                                                       "etcd_range");
   Add<::storage::StorageService::AsyncService, ::storage::WriteRequest,
       ::storage::WriteResponse,
       &::storage::StorageService::AsyncService::RequestWrite>(builder, options,

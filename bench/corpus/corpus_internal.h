@@ -128,6 +128,7 @@ Service OtlpLogsService();
 Service PubsubService();
 Service LoggingService();
 Service EtcdService();
+Service EtcdRangeService();
 Service HoraedbService();
 Service CortexService();
 

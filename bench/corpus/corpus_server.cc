@@ -181,7 +181,14 @@ class KvImpl final : public ::etcdserverpb::KV::CallbackService {
       ::etcdserverpb::TxnResponse* response) override {
     return Handle(service_, context, *request, response);
   }
+  grpc::ServerUnaryReactor* Range(
+      grpc::CallbackServerContext* context,
+      const ::etcdserverpb::RangeRequest* request,
+      ::etcdserverpb::RangeResponse* response) override {
+    return Handle(range_, context, *request, response);
+  }
   const corpus::Service& service_ = Find("etcd_txn");
+  const corpus::Service& range_ = Find("etcd_range");
 };
 
 class HoraedbImpl final : public ::storage::StorageService::CallbackService {
@@ -248,9 +255,21 @@ ARENARPC_CORPUS_SYNC_IMPL(LoggingSync, ::google::logging::v2::LoggingServiceV2,
                           ::google::logging::v2::WriteLogEntriesRequest,
                           ::google::logging::v2::WriteLogEntriesResponse,
                           "logging_write");
-ARENARPC_CORPUS_SYNC_IMPL(KvSync, ::etcdserverpb::KV, Txn,
-                          ::etcdserverpb::TxnRequest,
-                          ::etcdserverpb::TxnResponse, "etcd_txn");
+// KV serves two corpus services: Txn (writes) and Range (lists).
+class KvSync final : public ::etcdserverpb::KV::Service {
+  grpc::Status Txn(grpc::ServerContext*,
+                   const ::etcdserverpb::TxnRequest* request,
+                   ::etcdserverpb::TxnResponse* response) override {
+    return HandleSync(service_, *request, response);
+  }
+  grpc::Status Range(grpc::ServerContext*,
+                     const ::etcdserverpb::RangeRequest* request,
+                     ::etcdserverpb::RangeResponse* response) override {
+    return HandleSync(range_, *request, response);
+  }
+  const corpus::Service& service_ = Find("etcd_txn");
+  const corpus::Service& range_ = Find("etcd_range");
+};
 ARENARPC_CORPUS_SYNC_IMPL(HoraedbSync, ::storage::StorageService, Write,
                           ::storage::WriteRequest, ::storage::WriteResponse,
                           "horaedb_write");

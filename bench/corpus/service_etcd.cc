@@ -10,9 +10,14 @@
 // write), Events ~0.5-1.5 KB, Pods 3-15 KB (status updates, managedFields),
 // EndpointSlices 1-20 KB, ConfigMaps/Secrets up to 1 MiB (the API's limit;
 // etcd --max-request-bytes defaults to 1.5 MiB).
+// Also etcdserverpb.KV/Range, the same server's lists: small requests,
+// large responses (EtcdRangeService, below).
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "corpus_internal.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.pb.h"
@@ -21,6 +26,8 @@ namespace arenarpc::corpus::internal {
 namespace {
 
 using ::etcdserverpb::Compare;
+using ::etcdserverpb::RangeRequest;
+using ::etcdserverpb::RangeResponse;
 using ::etcdserverpb::RequestOp;
 using ::etcdserverpb::ResponseOp;
 using ::etcdserverpb::TxnRequest;
@@ -287,6 +294,154 @@ void Respond(const google::protobuf::Message& m, google::protobuf::Message* r) {
 }
 
 }  // namespace
+
+namespace {
+
+// --- etcdserverpb.KV/Range: the API server's lists (large responses) ---
+//
+// kube-apiserver pages lists through etcd (limit 500, its default page),
+// and its informers list at start and after each watch expires. The request
+// is a prefix range; the response carries the objects: pages of Pods
+// (3-15 KB each), node Leases (~300 B), Events (0.5-1.5 KB) and
+// EndpointSlices (1-20 KB). The store is not simulated: the number of
+// objects comes from the request (its namespace's size, in the key), so a
+// request always gets the same response.
+enum ListKind { kListPods, kListLeases, kListEvents, kListSlices };
+
+struct ListShape {
+  std::string_view resource, api_version, kind;
+  int min_bytes, max_bytes;
+};
+
+constexpr std::array<ListShape, 4> kListShapes = {{
+    {"pods", "v1", "Pod", 3'000, 15'000},
+    {"leases", "coordination.k8s.io/v1", "Lease", 250, 350},
+    {"events", "v1", "Event", 500, 1'500},
+    {"endpointslices", "discovery.k8s.io/v1", "EndpointSlice", 1'000, 20'000},
+}};
+
+void MakeRange(int kind, Rng& rng, google::protobuf::Message* m) {
+  auto* r = static_cast<RangeRequest*>(m);
+  const ListShape& shape = kListShapes[kind];
+  // Objects in the listed namespace, up to one page of 500.
+  int objects = 0;
+  switch (kind) {
+    case kListPods:
+      objects = static_cast<int>(rng.Uniform(20, 150));
+      break;
+    case kListLeases:
+      objects = static_cast<int>(rng.Uniform(100, 500));
+      break;
+    case kListEvents:
+      objects = static_cast<int>(rng.Uniform(200, 500));
+      break;
+    default:
+      objects = static_cast<int>(rng.Uniform(5, 40));
+      break;
+  }
+  const std::string prefix =
+      Cat("/registry/", shape.resource, "/ns-", objects, "-", rng.Hex(6), "/");
+  r->set_key(prefix);
+  std::string end = prefix;
+  end.back() = static_cast<char>(end.back() + 1);
+  r->set_range_end(end);
+  r->set_limit(500);
+  if (rng.Chance(0.5)) r->set_serializable(true);  // informers' relists
+}
+
+std::vector<std::string> GenerateRange(uint64_t seed, int count) {
+  return GenerateMix(seed, count,
+                     {{kListPods, 40},
+                      {kListLeases, 25},
+                      {kListEvents, 20},
+                      {kListSlices, 15}},
+                     &MakeRange, RangeRequest::default_instance());
+}
+
+uint64_t WalkRange(const google::protobuf::Message& m) {
+  const auto& r = static_cast<const RangeRequest&>(m);
+  return Mix(Mix(HashStr(r.key()), HashStr(r.range_end())),
+             static_cast<uint64_t>(r.limit()) + r.serializable());
+}
+
+// etcd copies stored values out of its store (bbolt, memory-mapped) into
+// the response; the store here is a fixed set of objects per kind, made
+// once, so a response costs the copies, not making the objects.
+constexpr int kStoredPerKind = 64;
+
+const std::vector<std::string>& StoredObjects(size_t kind) {
+  static const auto* const stored = [] {
+    auto* all = new std::array<std::vector<std::string>, kListShapes.size()>;
+    Rng rng(0x5eed);
+    for (size_t k = 0; k < kListShapes.size(); ++k) {
+      const ListShape& shape = kListShapes[k];
+      for (int i = 0; i < kStoredPerKind; ++i) {
+        (*all)[k].push_back(K8sObject(
+            rng, shape.api_version, shape.kind, Cat(shape.resource, "-", i),
+            static_cast<int>(rng.Uniform(shape.min_bytes, shape.max_bytes))));
+      }
+    }
+    return all;
+  }();
+  return (*stored)[kind];
+}
+
+void RespondRange(const google::protobuf::Message& m,
+                  google::protobuf::Message* out) {
+  const auto& r = static_cast<const RangeRequest&>(m);
+  auto* response = static_cast<RangeResponse*>(out);
+  // "/registry/<resource>/ns-<objects>-<id>/": the resource and the count.
+  const std::string_view key = r.key();
+  size_t kind = 0;
+  while (kind + 1 < kListShapes.size() &&
+         key.substr(10, kListShapes[kind].resource.size()) !=
+             kListShapes[kind].resource) {
+    ++kind;
+  }
+  const ListShape& shape = kListShapes[kind];
+  const size_t ns = key.find("/ns-");
+  const int objects =
+      ns == std::string_view::npos ? 0 : std::atoi(key.data() + ns + 4);
+  Rng rng(HashStr(key));
+  const int64_t revision = rng.Uniform(50'000'000, 90'000'000);
+  auto* header = response->mutable_header();
+  header->set_cluster_id(0x1c4e7a6e3c5b9a21ULL);
+  header->set_member_id(0x8e9e05c52164694dULL);
+  header->set_revision(revision);
+  header->set_raft_term(7);
+  const int n = std::min<int>(objects, static_cast<int>(r.limit()));
+  for (int i = 0; i < n; ++i) {
+    const std::string name = Cat(shape.resource, "-", rng.Hex(10));
+    auto* kv = response->add_kvs();
+    kv->set_key(Cat(key, name));
+    kv->set_create_revision(revision - rng.Uniform(1'000, 5'000'000));
+    kv->set_mod_revision(revision - rng.Uniform(1, 1'000));
+    kv->set_version(rng.Uniform(1, 40));
+    kv->set_value(StoredObjects(kind)[rng.Uniform(0, kStoredPerKind - 1)]);
+  }
+  response->set_count(n);
+}
+
+}  // namespace
+
+Service EtcdRangeService() {
+  return Service{
+      .name = "etcd_range",
+      .method = "/etcdserverpb.KV/Range",
+      .proto = "etcd/etcdserver/etcdserverpb/rpc.proto",
+      .request = RangeRequest::descriptor(),
+      .response = RangeResponse::descriptor(),
+      .shape =
+          "small request, large response: pages of mvccpb.KeyValue (keys, "
+          "object values), gogoproto-annotated proto3",
+      .sizes_from =
+          "Kubernetes API server lists (limit 500): 40% Pods 20-150 x 3-15 "
+          "KB, 25% node Leases 100-500 x ~300 B, 20% Events 200-500 x ~1 KB, "
+          "15% EndpointSlices 5-40 x 1-20 KB",
+      .generate = &GenerateRange,
+      .walk = &WalkRange,
+      .respond = &RespondRange};
+}
 
 Service EtcdService() {
   return Service{
