@@ -30,6 +30,7 @@ using echo::EchoService;
 using testing::WaitFor;
 
 constexpr char kEcho[] = "arenarpc.echo.EchoService/Echo";
+constexpr int kMaxReceiveBytes = 1 << 20;
 
 // One call: requested, answered (after request.delay_ms() on an Alarm),
 // finished; deleted once every tag it armed came back.
@@ -135,6 +136,7 @@ class AsyncServerTest : public ::testing::TestWithParam<AllocationMode> {
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                              &port_);
     builder.RegisterService(&service_);
+    builder.SetMaxReceiveMessageSize(kMaxReceiveBytes);
     cq_ = builder.AddCompletionQueue();
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
@@ -213,6 +215,40 @@ TEST_P(AsyncServerTest, AMalformedRequestThenAGoodOne) {
   grpc::ClientContext context;
   ASSERT_TRUE(Call(request, &response, &context).ok());
   EXPECT_TRUE(echo::VerifyEchoResponse(request, response, nullptr));
+}
+
+// A request over the server's limit is refused by gRPC before it reaches
+// the CallData (RESOURCE_EXHAUSTED); the next call is answered.
+TEST_P(AsyncServerTest, AnOversizeRequestThenAGoodOne) {
+  EchoRequest big;
+  big.add_payload(std::string(kMaxReceiveBytes + 1024, 'x'));
+  EchoResponse response;
+  grpc::ClientContext big_context;
+  EXPECT_EQ(Call(big, &response, &big_context).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EchoRequest request;
+  echo::BuildEchoRequest(10, 4, &request);
+  grpc::ClientContext context;
+  ASSERT_TRUE(Call(request, &response, &context).ok());
+  EXPECT_TRUE(echo::VerifyEchoResponse(request, response, nullptr));
+}
+
+// The client's deadline passes while the answer waits on an alarm: the
+// caller gets DEADLINE_EXCEEDED, the server's done tag cancels the alarm,
+// and the call's messages come back (TearDown) before shutdown.
+TEST_P(AsyncServerTest, ADeadlinePassingWhileTheAnswerWaits) {
+  EchoRequest request;
+  echo::BuildEchoRequest(5, 1, &request);
+  request.set_delay_ms(120000);  // far beyond the wait below
+  EchoResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(300));
+  EXPECT_EQ(Call(request, &response, &context).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  // Only the CallData waiting for the next call is left.
+  EXPECT_TRUE(
+      WaitFor([&] { return live_.load() == 1; }, std::chrono::seconds(20)));
 }
 
 // Calls cancelled while their answer waits on an alarm, then shutdown with
