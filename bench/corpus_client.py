@@ -8,8 +8,11 @@ the ratios compare runs made side by side:
   {sync,async}/plain            ClientContext and messages on the heap
   {sync,async}/plain+<malloc>   the same with mimalloc, tcmalloc or jemalloc
                                 preloaded into the client
+  {sync,async}/plain+glibc_tuned  the same with glibc's malloc tuned by
+                                GLIBC_TUNABLES (GLIBC_TUNED below)
   {sync,async}/arena            arenarpc::ClientCall (pooled arena)
   {sync,async}/reuse            ClientCall over MessagePools
+  {sync,async}/arena+glibc_tuned  both
 
   bench/corpus_client.py --rounds 5 --out docs/raw/corpus_client
   bench/corpus_client.py --smoke
@@ -24,17 +27,23 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus_rpc  # noqa: E402  (GLIBC_TUNED)
 import rpc_bench  # noqa: E402  (Server, PRELOADS, LIBDIR)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FLAVOURS = ["plain", "plain+mimalloc", "plain+tcmalloc", "plain+jemalloc", "arena", "reuse"]
+FLAVOURS = ["plain", "plain+mimalloc", "plain+tcmalloc", "plain+jemalloc", "plain+glibc_tuned",
+            "arena", "reuse", "arena+glibc_tuned"]
+# glibc's malloc told to keep what it frees: corpus_rpc.GLIBC_TUNED.
+GLIBC_TUNED = corpus_rpc.GLIBC_TUNED
 
 
 def run_client(binary, port, stub, flavour, args):
-    messages = "plain" if flavour.startswith("plain") else flavour
+    messages, _, extra = flavour.partition("+")
     env = dict(os.environ)
-    if "+" in flavour:
-        env["LD_PRELOAD"] = os.path.join(rpc_bench.LIBDIR, rpc_bench.PRELOADS[flavour.split("+")[1]])
+    if extra == "glibc_tuned":
+        env["GLIBC_TUNABLES"] = GLIBC_TUNED
+    elif extra:
+        env["LD_PRELOAD"] = os.path.join(rpc_bench.LIBDIR, rpc_bench.PRELOADS[extra])
     cmd = [binary, f"--target=127.0.0.1:{port}", f"--stub={stub}", f"--messages={messages}",
            f"--calls={args.calls}", f"--warmup={args.warmup}", f"--concurrency={args.concurrency}"]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)

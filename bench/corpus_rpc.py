@@ -47,7 +47,14 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     "auto@baseline": ("auto", None, []),
     # Shadow measurement's own cost: arena with 1 call in 100 measured.
     "arena+shadow": ("arena", None, ["--shadow_sample_one_in=100"]),
+    # glibc's malloc told to keep what it frees (GLIBC_TUNED): zero code,
+    # like a preload; and with arenarpc's auto.
+    "plain+glibc_tuned": ("none", "glibc_tuned", []),
+    "auto+glibc_tuned": ("auto", "glibc_tuned", []),
 }
+# No mmap per large buffer (glibc's dynamic threshold drops back) and no
+# trimming of the heap top after each call (bench/corpus_client.py too).
+GLIBC_TUNED = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456"
 DEFAULT_CONFIGS = ["plain", "plain+mimalloc", "plain+tcmalloc", "plain+jemalloc", "heap", "arena", "reuse", "auto"]
 
 
@@ -86,8 +93,15 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     mode, preload, extra = CONFIGS[config]
     server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
     binary = args.baseline_server if config.endswith("@baseline") else args.server
-    server = rpc_bench.start_server(binary, mode, server_core, extra + [f"--api={args.api}"],
-                                    preload)
+    if preload == "glibc_tuned":
+        os.environ["GLIBC_TUNABLES"] = GLIBC_TUNED
+        try:
+            server = rpc_bench.start_server(binary, mode, server_core, extra + [f"--api={args.api}"])
+        finally:
+            os.environ.pop("GLIBC_TUNABLES", None)
+    else:
+        server = rpc_bench.start_server(binary, mode, server_core, extra + [f"--api={args.api}"],
+                                        preload)
     call = svc["method"].lstrip("/").replace("/", ".")
     # Every configuration gets the same warm-up: auto's learning is part of
     # what it costs (--auto_warmup gives it more, as runs before issue 25 did).

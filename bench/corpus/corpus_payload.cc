@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -90,7 +91,25 @@ int main(int argc, char** argv) {
     sizes.push_back(requests[i].size());
     total += requests[i].size();
   }
+  // What the service answers to these requests (corpus respond()).
+  std::vector<size_t> response_sizes;
+  for (const std::string& bytes : requests) {
+    google::protobuf::MessageFactory* factory =
+        google::protobuf::MessageFactory::generated_factory();
+    std::unique_ptr<google::protobuf::Message> request(
+        factory->GetPrototype(service->request)->New());
+    std::unique_ptr<google::protobuf::Message> response(
+        factory->GetPrototype(service->response)->New());
+    if (!request->ParseFromString(bytes)) return 1;
+    service->respond(*request, response.get());
+    response_sizes.push_back(response->ByteSizeLong());
+  }
+  std::sort(response_sizes.begin(), response_sizes.end());
   std::sort(sizes.begin(), sizes.end());
+  std::printf("responses: min %zu, median %zu, p90 %zu, max %zu bytes\n",
+              response_sizes.front(), response_sizes[response_sizes.size() / 2],
+              response_sizes[response_sizes.size() * 9 / 10],
+              response_sizes.back());
   std::printf(
       "wrote %zu requests of %s (%s) to %s: min %zu, median %zu, max %zu, mean "
       "%zu bytes\n",
