@@ -16,12 +16,12 @@ b=build/release/bench
 } | tee docs/trpc_build_results.md
 $b/page_pool_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   | tee docs/page_pool_bench.txt
-/usr/bin/python3 bench/reuse_skew.py --bin $b/reuse_skew_bench --out docs
-/usr/bin/python3 bench/object_pool_compare.py --build-dir build/release \
+/usr/bin/python3 bench/message_pool/reuse_skew.py --bin $b/reuse_skew_bench --out docs
+/usr/bin/python3 bench/object_pool/object_pool_compare.py --build-dir build/release \
   --reps=5 --rounds=50 --sizes=64 --skip-memory \
   --raw docs/raw/object_pool/headline_raw.txt | tee docs/raw/object_pool/headline.md
-/usr/bin/python3 bench/object_pool_compare.py --build-dir build/release \
+/usr/bin/python3 bench/object_pool/object_pool_compare.py --build-dir build/release \
   --reps=5 --rounds=10 --raw docs/raw/object_pool/grid_raw.txt \
   --plot docs/object_pool_grid.png | tee docs/raw/object_pool/grid.md
-/usr/bin/python3 bench/rpc_bench.py --build build/release --full
-/usr/bin/python3 bench/corpus.py --out docs/raw/corpus   # ~60 minutes
+/usr/bin/python3 bench/rpc/rpc_bench.py --build build/release --full
+/usr/bin/python3 bench/corpus/corpus.py --out docs/raw/corpus   # ~60 minutes

@@ -11,15 +11,13 @@ median VmRSS sampled every 100 ms) and errors. The payload is one serialized
 EchoRequest written by `arenarpc_echo_payload`, so anyone can replay the
 load with their own ghz command line (printed).
 
-  bench/rpc_bench.py                  # short run, results under out/rpc/
-  bench/rpc_bench.py --full           # long run, regenerates docs/
-  bench/rpc_bench.py --smoke          # a few seconds per mode (tests)
+  bench/rpc/rpc_bench.py                  # short run, results under out/rpc/
+  bench/rpc/rpc_bench.py --full           # long run, regenerates docs/
+  bench/rpc/rpc_bench.py --smoke          # a few seconds per mode (tests)
 """
 import argparse
 import json
 import os
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -27,101 +25,9 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HZ = os.sysconf("SC_CLK_TCK")
-# ghz's client-side errors for calls in flight when it closes its connections
-# at --duration. "transport is closing" is grpc-go's ErrConnClosing: a call
-# still sending its request (or just starting) when its own connection
-# closed; it was the "one failed call" now and then (docs/RELIABILITY.md 1).
-CUT_AT_END = ("use of closed network connection", "context canceled",
-              "the client connection is closing", "transport is closing")
-
-
-def ghz_time(stamp):
-    """ghz's RFC 3339 timestamp (ns digits) as seconds since the epoch."""
-    import datetime
-    base, _, frac = stamp.rstrip("Z").partition(".")
-    return (datetime.datetime.fromisoformat(base).replace(tzinfo=datetime.timezone.utc).timestamp()
-            + float("0." + (frac or "0")))
-
-
-def cut_at_end(details, seconds):
-    """The non-OK calls ghz cut off at --duration: a cut-off error text, and
-    the call ended (ghz's timestamp is the end) no earlier than 0.5 s before
-    the run's end. A cut-off text earlier than that is a real failure."""
-    if not details:
-        return []
-    begin = min(ghz_time(d["timestamp"]) - d["latency"] / 1e9 for d in details)
-    return [d for d in details if d.get("status") != "OK"
-            and any(m in (d.get("error") or "") for m in CUT_AT_END)
-            and ghz_time(d["timestamp"]) >= begin + seconds - 0.5]
-
-
-def find_ghz():
-    for c in [shutil.which("ghz"), os.path.expanduser("~/go/bin/ghz"), "/root/go/bin/ghz"]:
-        if c and os.path.exists(c):
-            return c
-    sys.exit("ghz not found: go install github.com/bojand/ghz/cmd/ghz@v0.121.0")
-
-
-def pin(core, cmd):
-    """Prefix `cmd` with taskset when the machine has a core to spare."""
-    if core is not None and shutil.which("taskset"):
-        return ["taskset", "-c", str(core)] + cmd
-    return cmd
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / HZ  # utime + stime
-
-
-def status_kib(pid, key):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def percentile(sorted_values, p):
-    if not sorted_values:
-        return float("nan")
-    k = (len(sorted_values) - 1) * p / 100.0
-    lo = int(k)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
-
-
-class Server:
-    def __init__(self, binary, mode, core, extra):
-        cmd = pin(core, [binary, "--port=0", f"--mode={mode}"] + extra)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.port = None
-        deadline = time.time() + 30
-        self.log = []
-        while time.time() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            self.log.append(line)
-            if line.startswith("listening on"):
-                self.port = int(line.split()[-1].rsplit(":", 1)[-1])
-                break
-        if self.port is None:
-            self.proc.kill()
-            raise RuntimeError("server did not start:\n" + "".join(self.log))
-        # Keep draining its output so it never blocks on a full pipe.
-        threading.Thread(target=lambda: [self.log.append(l) for l in self.proc.stdout], daemon=True).start()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return -9
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rpc_common import (HEADER, PRELOADS, ROOT, cpu_seconds, cut_at_end,  # noqa: E402
+                        find_ghz, percentile, pin, start_server, status_kib, summary_line)
 
 
 def ghz_cmd(ghz, port, payload, rps, seconds, args, out_json):
@@ -150,27 +56,6 @@ def combine(rounds):
         offset = samples[-1][0] if samples else offset
     out["rss_samples"] = samples
     return out
-
-
-# The zero-code alternatives: plain gRPC with a better malloc preloaded
-# (Debian's libraries), as "plain+<name>" modes.
-LIBDIR = "/usr/lib/x86_64-linux-gnu"
-PRELOADS = {"mimalloc": "libmimalloc.so.2", "tcmalloc": "libtcmalloc.so.4",
-            "jemalloc": "libjemalloc.so.2"}
-
-
-def start_server(binary, mode, core, extra, preload=None):
-    """Server with LD_PRELOAD=`preload` (a PRELOADS value) for it alone."""
-    env_before = os.environ.get("LD_PRELOAD")
-    if preload:
-        os.environ["LD_PRELOAD"] = os.path.join(LIBDIR, preload)
-    try:
-        return Server(binary, mode, core, extra)
-    finally:
-        if env_before is None:
-            os.environ.pop("LD_PRELOAD", None)
-        else:
-            os.environ["LD_PRELOAD"] = env_before
 
 
 def run_mode(mode, args, ghz, payload, outdir, tag):
@@ -347,7 +232,6 @@ def main():
     results = [combine(per_round[m]) for m in modes]
     # ghz's per-call reports (~110 KB a round) become one small text file;
     # with --full (the docs' kept output) only that file stays.
-    from ghz_summary import HEADER, summary_line
     reports = [os.path.join(raw, f"ghz_{m}_r{r + 1}.json") for m in modes for r in range(args.rounds)]
     with open(os.path.join(raw, "ghz_rounds.txt"), "w") as f:
         f.write("\n".join([HEADER] + [summary_line(p) for p in reports]) + "\n")

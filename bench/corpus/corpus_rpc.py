@@ -15,9 +15,9 @@ peak RSS (VmHWM), errors. Configurations run interleaved, round by round;
 medians over rounds are reported, with every ratio against `plain` in the
 same round set.
 
-  bench/corpus_rpc.py --rounds 3 --out docs/raw/corpus_rpc     # full
-  bench/corpus_rpc.py --smoke                                     # tests
-  bench/corpus_rpc.py --api sync ...     # the same services on gRPC's sync API
+  bench/corpus/corpus_rpc.py --rounds 3 --out docs/raw/corpus_rpc     # full
+  bench/corpus/corpus_rpc.py --smoke                                     # tests
+  bench/corpus/corpus_rpc.py --api sync ...     # the same services on gRPC's sync API
 """
 import argparse
 import json
@@ -28,16 +28,16 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import rpc_bench  # noqa: E402  (Server, cpu_seconds, pin, percentile, ...)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rpc"))
+import rpc_common  # noqa: E402  (Server, cpu_seconds, pin, percentile, ...)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = rpc_common.ROOT
 PROTOS = os.path.join(ROOT, "bench", "corpus", "protos")
 CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     "plain": ("none", None, []),
-    "plain+mimalloc": ("none", rpc_bench.PRELOADS["mimalloc"], []),
-    "plain+tcmalloc": ("none", rpc_bench.PRELOADS["tcmalloc"], []),
-    "plain+jemalloc": ("none", rpc_bench.PRELOADS["jemalloc"], []),
+    "plain+mimalloc": ("none", rpc_common.PRELOADS["mimalloc"], []),
+    "plain+tcmalloc": ("none", rpc_common.PRELOADS["tcmalloc"], []),
+    "plain+jemalloc": ("none", rpc_common.PRELOADS["jemalloc"], []),
     "heap": ("heap", None, []),
     "arena": ("arena", None, []),
     "reuse": ("reuse", None, []),
@@ -86,7 +86,7 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     mode, preload, extra = CONFIGS[config]
     server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
     binary = args.baseline_server if config.endswith("@baseline") else args.server
-    server = rpc_bench.start_server(binary, mode, server_core, extra + [f"--api={args.api}"],
+    server = rpc_common.start_server(binary, mode, server_core, extra + [f"--api={args.api}"],
                                     preload)
     call = svc["method"].lstrip("/").replace("/", ".")
     # Every configuration gets the same warm-up: auto's learning is part of
@@ -94,7 +94,7 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     warmup = max(args.warmup, args.auto_warmup_calls / rps) if config.startswith("auto") else args.warmup
 
     def ghz(seconds, out_json):
-        return rpc_bench.pin(load_core, [
+        return rpc_common.pin(load_core, [
             args.ghz, "--insecure", "--async", f"--rps={rps}", f"--duration={seconds}s",
             "--connections=1", "--concurrency=8", "--cpus=1", "--timeout=20s",
             f"--protoset={pb}", f"--call={call}",
@@ -104,12 +104,12 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     try:
         warm = os.path.join(tempfile.gettempdir(), f"arenarpc_corpus_warm_{os.getpid()}.json")
         subprocess.run(ghz(round(warmup, 1), warm), check=True, capture_output=True)
-        cpu0 = rpc_bench.cpu_seconds(server.proc.pid)
+        cpu0 = rpc_common.cpu_seconds(server.proc.pid)
         report_path = os.path.join(outdir, f"ghz_{tag}.json")
         cmd = ghz(args.duration, report_path)
         subprocess.run(cmd, check=True, capture_output=True)
-        cpu1 = rpc_bench.cpu_seconds(server.proc.pid)
-        peak = rpc_bench.status_kib(server.proc.pid, "VmHWM") / 1024.0
+        cpu1 = rpc_common.cpu_seconds(server.proc.pid)
+        peak = rpc_common.status_kib(server.proc.pid, "VmHWM") / 1024.0
     finally:
         rc = server.stop()
     # The server prints kAuto's choices at exit: "auto: <method> chose <mode> ...".
@@ -131,12 +131,12 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         json.dump(report, f)
     ok = sorted(d["latency"] / 1e6 for d in details if d.get("status") == "OK")
     cut = [d for d in details if d.get("status") != "OK" and any(
-        m in (d.get("error") or "") for m in rpc_bench.CUT_AT_END)]
+        m in (d.get("error") or "") for m in rpc_common.CUT_AT_END)]
     requests = len(details) - len(cut)
     return {
         "service": svc["name"], "config": config, "rps": rps, "requests": requests,
         "errors": requests - len(ok), "cpu_us_per_call": (cpu1 - cpu0) / max(requests, 1) * 1e6,
-        "p50_ms": rpc_bench.percentile(ok, 50), "p99_ms": rpc_bench.percentile(ok, 99),
+        "p50_ms": rpc_common.percentile(ok, 50), "p99_ms": rpc_common.percentile(ok, 99),
         "peak_rss_mib": peak, "server_exit_code": rc, "ghz_command": " ".join(cmd),
         "auto_chose": ",".join(chose), "auto_log": auto_line,
         "measuring_share": measuring_share,
@@ -253,7 +253,7 @@ def main():
     if args.smoke:
         args.rounds, args.duration, args.warmup = 1, 1, 0.5
     args.server = os.path.join(args.build, "bench", "corpus", "arenarpc_corpus_server")
-    args.ghz = rpc_bench.find_ghz()
+    args.ghz = rpc_common.find_ghz()
     os.makedirs(args.out, exist_ok=True)
     configs = [c for c in args.configs.split(",") if c]
     wanted = [s for s in args.services.split(",") if s]

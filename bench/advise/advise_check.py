@@ -8,7 +8,7 @@ corpus service, the walk-through of docs/ADVISE.md, then the check:
   2. predict: arenarpc_advise on the capture (generated code, --json), with
      the server CPU per call of plain gRPC measured in step 3 as
      --baseline_cpu_us (what a user reads off their dashboard);
-  3. measure: bench/corpus_rpc.py's end-to-end run through gRPC, server CPU
+  3. measure: bench/corpus/corpus_rpc.py's end-to-end run through gRPC, server CPU
      per call, configs plain, heap (arenarpc's heap holder), arena, reuse
      (and arena+shadow: the cost of shadow measurement at 1 in 100), medians
      over rounds. Every mode's saving is measured, heap's too: a prediction
@@ -17,8 +17,8 @@ corpus service, the walk-through of docs/ADVISE.md, then the check:
 Saving of a mode = 1 - CPU(mode) / CPU(plain). A prediction holds when it
 is within 15 % of the measured saving or 0.05, whichever is larger.
 
-  bench/advise_check.py --rounds 5 --out docs/raw/advise
-  bench/advise_check.py --measured docs/raw/advise/corpus_rpc.json   # reuse a run
+  bench/advise/advise_check.py --rounds 5 --out docs/raw/advise
+  bench/advise/advise_check.py --measured docs/raw/advise/corpus_rpc.json   # reuse a run
 """
 import argparse
 import json
@@ -29,9 +29,10 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(_BENCH, "corpus"), os.path.join(_BENCH, "rpc")]
 import corpus_rpc  # noqa: E402
-import rpc_bench  # noqa: E402
+import rpc_common  # noqa: E402
 
 ROOT = corpus_rpc.ROOT
 
@@ -40,7 +41,7 @@ def capture(args, svc, pb, payload_file, size, outdir):
     """Step 1: 200 requests captured by the server's shadow measurement."""
     cap = os.path.join(outdir, "capture_" + svc["name"])
     shutil.rmtree(cap, ignore_errors=True)
-    server = rpc_bench.Server(args.server, "heap", None, [
+    server = rpc_common.Server(args.server, "heap", None, [
         "--shadow_sample_one_in=1", "--shadow_max_cpu_share=0", f"--capture_dir={cap}",
         f"--capture_max_files={args.samples}", f"--capture_max_bytes={1 << 30}"])
     call = svc["method"].lstrip("/").replace("/", ".")
@@ -84,7 +85,7 @@ def main():
     args = p.parse_args()
     args.server = os.path.join(args.build, "bench", "corpus", "arenarpc_corpus_server")
     args.advise = os.path.join(args.build, "tools", "advise", "arenarpc_advise")
-    args.ghz = rpc_bench.find_ghz()
+    args.ghz = rpc_common.find_ghz()
     os.makedirs(args.out, exist_ok=True)
     wanted = [s for s in args.services.split(",") if s]
     svcs = [s for s in corpus_rpc.services(args.build) if not wanted or s["name"] in wanted]

@@ -1,17 +1,17 @@
 #!/usr/bin/python3
 """Every corpus service, every mode, against plain gRPC: one command.
 
-  bench/corpus.py                       # full: in-process + gRPC, ~60 min
-  bench/corpus.py --quick               # ~6 min, coarse (smoke-sized rounds)
-  bench/corpus.py --skip-rpc            # in-process only
+  bench/corpus/corpus.py                       # full: in-process + gRPC, ~60 min
+  bench/corpus/corpus.py --quick               # ~6 min, coarse (smoke-sized rounds)
+  bench/corpus/corpus.py --skip-rpc            # in-process only
 
-1. In-process (bench/corpus_bench.cc): parse + the handler's walk + destroy
+1. In-process (bench/corpus/corpus_bench.cc): parse + the handler's walk + destroy
    of each service's request mix, per mode (heap = what gRPC does with no
    allocator installed; arena; reuse with the caller parsing, as gRPC does;
    reuse with PooledMessage::ParseFrom; clear = hand-written Clear() reuse),
    with glibc, linked tcmalloc and linked mimalloc. The three binaries run
    alternately, --rounds times; the median per cell is reported.
-2. Through gRPC (bench/corpus_rpc.py): ghz at a fixed rate against
+2. Through gRPC (bench/corpus/corpus_rpc.py): ghz at a fixed rate against
    arenarpc_corpus_server, plain (no allocator; glibc, mimalloc, tcmalloc
    preloaded) and every mode; server CPU per call from /proc, p50/p99, peak
    RSS; medians over rounds.
@@ -27,7 +27,7 @@ import statistics
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ALLOCS = [("glibc", "arenarpc_corpus_bench"), ("tcmalloc", "arenarpc_corpus_bench_tcmalloc"),
           ("mimalloc", "arenarpc_corpus_bench_mimalloc")]
 MODES = ["heap", "arena", "reuse", "reuse_parsefrom", "clear"]
@@ -149,7 +149,7 @@ def main():
                                   args.out)
         plot_inprocess(med, services, os.path.join(args.docs, "corpus_inprocess.png"))
     if not args.skip_rpc:
-        cmd = [sys.executable, os.path.join(ROOT, "bench", "corpus_rpc.py"), f"--build={args.build}",
+        cmd = [sys.executable, os.path.join(ROOT, "bench", "corpus", "corpus_rpc.py"), f"--build={args.build}",
                f"--out={os.path.join(args.out, 'rpc')}", f"--rounds={args.rpc_rounds}"]
         if args.quick:
             cmd += ["--rounds=1", "--duration=3", "--warmup=1"]

@@ -10,7 +10,7 @@
 // <size> <threads> <ns>", where ns is wall time / (threads * objects *
 // rounds), i.e. per alloc+free pair, harness (shuffle, byte write) included,
 // then cpu_ns=<process CPU time per pair>.
-// bench/object_pool_compare.py runs every competitor and tabulates.
+// bench/object_pool/object_pool_compare.py runs every competitor and tabulates.
 //
 // --alloc: floor (a per-thread stack of pre-made pointers: the harness
 // alone), pool (arenarpc::ObjectPool<T>::Default()), pool-instance (an

@@ -3,7 +3,7 @@
 memory can be compared) and writes a markdown table and an RSS-over-time
 plot.
 
-  /usr/bin/python3 bench/reuse_skew.py --bin build/release/bench/reuse_skew_bench \
+  /usr/bin/python3 bench/message_pool/reuse_skew.py --bin build/release/bench/reuse_skew_bench \
       --out docs
 
 Part 1 (shape=request): 99 % ~10 KB / 1 % ~2 MB requests, 4 threads x 32 in

@@ -1,5 +1,5 @@
 // Where the pool's per-operation cost above the floor comes from, without
-// the pool: the floor's loop (bench/object_pool_bench.cc) in four variants,
+// the pool: the floor's loop (object_pool_bench.cc) in four variants,
 //
 //   reg-vec     the floor: stack count in a register, objects in one vector;
 //   mem-vec     the count kept in a TLS atomic, loaded and stored on every
@@ -13,7 +13,7 @@
 // shuffles (untimed), frees; ns per alloc+free pair, shuffle excluded,
 // variants interleaved, medians. Built by hand (docs/raw/FIGURES.md):
 //
-//   g++ -O2 -std=c++20 -pthread bench/object_pool_floor_probe.cc
+//   g++ -O2 -std=c++20 -pthread bench/object_pool/object_pool_floor_probe.cc
 //     -o build/object_pool_floor_probe
 //   build/object_pool_floor_probe [objects=100000] [reps=11] [rounds=30]
 #include <sys/mman.h>

@@ -1,14 +1,14 @@
 #!/usr/bin/python3
-"""Side-by-side A/B runs of bench/object_pool_bench.cc, interleaved.
+"""Side-by-side A/B runs of bench/object_pool/object_pool_bench.cc, interleaved.
 
     # Does a per-thread cache that holds the whole working set help?
-    /usr/bin/python3 bench/object_pool_magazine_ab.py --reps=15 --rounds=20 \
+    /usr/bin/python3 bench/object_pool/object_pool_magazine_ab.py --reps=15 --rounds=20 \
         --raw docs/raw/object_pool/magazine_ab_raw.txt
     # This tree against an earlier build of the same benchmark:
-    /usr/bin/python3 bench/object_pool_magazine_ab.py \
+    /usr/bin/python3 bench/object_pool/object_pool_magazine_ab.py \
         --before=build/base/bench/object_pool_bench \
         --variants=floor,Default,Default-before,instance,instance-before,mimalloc
-    /usr/bin/python3 bench/object_pool_magazine_ab.py --mode=prodcons \
+    /usr/bin/python3 bench/object_pool/object_pool_magazine_ab.py --mode=prodcons \
         --before=build/base/bench/object_pool_bench --variants=Default,Default-before
 
 Seed workload (64 B, 100k objects per thread) by default: the floor,
@@ -48,7 +48,7 @@ def variants(bench, before):
 
 
 def main():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", default=os.path.join(root, "build", "release", "bench",
                                                     "object_pool_bench"))

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Runs bench/object_pool_bench.cc for every competitor side by side.
+"""Runs bench/object_pool/object_pool_bench.cc for every competitor side by side.
 
-    /usr/bin/python3 bench/object_pool_compare.py --raw docs/raw/object_pool/run.txt
-    /usr/bin/python3 bench/object_pool_compare.py --full   # + boost, pmr, tbbmalloc
+    /usr/bin/python3 bench/object_pool/object_pool_compare.py --raw docs/raw/object_pool/run.txt
+    /usr/bin/python3 bench/object_pool/object_pool_compare.py --full   # + boost, pmr, tbbmalloc
 
 The workload (the object pool article's, as a user would write it): each
 thread allocates --objects objects and writes one byte of each, shuffles the
@@ -117,7 +117,7 @@ def kv_of(fields):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(here)
+    root = os.path.dirname(os.path.dirname(here))
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", default=os.path.join(root, "build", "release"))

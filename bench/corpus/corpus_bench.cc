@@ -13,7 +13,7 @@
 // again: the plain reuse users write by hand). Modes run interleaved in each
 // round (the order rotates); per mode the median over rounds of the CPU time
 // per request is printed as one JSON line. Built three times: with glibc,
-// linked with tcmalloc and linked with mimalloc (bench/corpus_bench.py runs
+// linked with tcmalloc and linked with mimalloc (bench/corpus/corpus.py runs
 // them side by side).
 #include <google/protobuf/arena.h>
 #include <google/protobuf/message.h>
