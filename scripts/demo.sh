@@ -26,7 +26,7 @@ args=(--build build/release)
 if [[ " $* " != *" --full "* ]]; then args+=(--duration=12 --warmup=3 --rounds=2); fi
 /usr/bin/python3 bench/rpc/rpc_bench.py "${args[@]}" "$@"
 sync_out=(--out out/rpc_sync)
-if [[ " $* " == *" --full "* ]]; then sync_out=(--out docs/rpc_sync); fi
+if [[ " $* " == *" --full "* ]]; then sync_out=(--out docs/raw/rpc_sync); fi
 /usr/bin/python3 bench/rpc/rpc_bench.py "${args[@]}" "${sync_out[@]}" --server_args=--api=sync \
   --modes=plain,plain+mimalloc,plain+tcmalloc,plain+jemalloc,heap,arena,reuse,auto "$@"
 if [[ " $* " != *" --full "* ]]; then

@@ -125,10 +125,14 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     measuring_share = float(cost[-1][-1]) if cost else None
     with open(report_path) as f:
         report = json.load(f)
-    # Keep only the summary: per-call details would make the kept raw output large.
-    details = report.pop("details", None) or []
-    with open(report_path, "w") as f:
-        json.dump(report, f)
+    # Keep only a summary line (ghz_rounds.txt): the report's per-call
+    # details would make the kept raw output large.
+    with open(os.path.join(outdir, "ghz_rounds.txt"), "a") as f:
+        if f.tell() == 0:
+            f.write(rpc_common.HEADER + "\n")
+        f.write(rpc_common.summary_of(os.path.basename(report_path), report) + "\n")
+    os.remove(report_path)
+    details = report.get("details") or []
     ok = sorted(d["latency"] / 1e6 for d in details if d.get("status") == "OK")
     cut = [d for d in details if d.get("status") != "OK" and any(
         m in (d.get("error") or "") for m in rpc_common.CUT_AT_END)]
@@ -255,6 +259,9 @@ def main():
     args.server = os.path.join(args.build, "bench", "corpus", "arenarpc_corpus_server")
     args.ghz = rpc_common.find_ghz()
     os.makedirs(args.out, exist_ok=True)
+    rounds_file = os.path.join(args.out, "ghz_rounds.txt")  # this run's lines only
+    if os.path.exists(rounds_file):
+        os.remove(rounds_file)
     configs = [c for c in args.configs.split(",") if c]
     wanted = [s for s in args.services.split(",") if s]
     svcs = [s for s in services(args.build) if not wanted or s["name"] in wanted]

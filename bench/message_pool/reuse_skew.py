@@ -4,7 +4,7 @@ memory can be compared) and writes a markdown table and an RSS-over-time
 plot.
 
   /usr/bin/python3 bench/message_pool/reuse_skew.py --bin build/release/bench/reuse_skew_bench \
-      --out docs
+      --out docs/raw/reuse_skew --plot docs/reuse_rss.png
 
 Part 1 (shape=request): 99 % ~10 KB / 1 % ~2 MB requests, 4 threads x 32 in
 flight, heap vs ScopedArena vs naive Clear-and-reuse vs MessagePool.
@@ -40,7 +40,8 @@ def table(results, baseline_speed, baseline_rss):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--bin", default="build/release/bench/reuse_skew_bench")
-    ap.add_argument("--out", default="docs")
+    ap.add_argument("--out", default="docs/raw/reuse_skew", help="where reuse_skew_results.md goes")
+    ap.add_argument("--plot", default="docs/reuse_rss.png")
     ap.add_argument("--requests", type=int, default=200000)
     ap.add_argument("--trap_requests", type=int, default=20000)
     ap.add_argument("--reps", type=int, default=1, help="runs per mode; medians reported")
@@ -94,7 +95,7 @@ def main():
         ax.legend()
         ax.grid(True, which="both", alpha=0.3)
         fig.tight_layout()
-        path = os.path.join(args.out, "reuse_rss.png")
+        path = args.plot
         fig.savefig(path, dpi=110)
         print(f"plot: {path}")
     return 0

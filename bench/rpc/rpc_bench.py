@@ -12,7 +12,7 @@ EchoRequest written by `arenarpc_echo_payload`, so anyone can replay the
 load with their own ghz command line (printed).
 
   bench/rpc/rpc_bench.py                  # short run, results under out/rpc/
-  bench/rpc/rpc_bench.py --full           # long run, regenerates docs/
+  bench/rpc/rpc_bench.py --full           # long run, regenerates docs/raw/rpc/ and the plots
   bench/rpc/rpc_bench.py --smoke          # a few seconds per mode (tests)
 """
 import argparse
@@ -198,7 +198,8 @@ def main():
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--server_args", default="", help="extra server flags, space separated")
-    ap.add_argument("--out", help="output directory (default out/rpc, docs with --full)")
+    ap.add_argument("--out", help="output directory (default out/rpc, docs/raw/rpc with --full)")
+    ap.add_argument("--plot_dir", help="where the plots go (default --out; docs with --full)")
     ap.add_argument("--full", action="store_true", help="5 interleaved rounds x (5 s warm-up + 20 s) per mode, writes docs/")
     ap.add_argument("--smoke", action="store_true", help="a few seconds per mode at low rate")
     ap.add_argument("--no_plot", action="store_true")
@@ -211,13 +212,18 @@ def main():
     args.server = args.server or os.path.join(args.build, "examples", "arenarpc_echo_server")
     args.payload_tool = args.payload_tool or os.path.join(args.build, "examples", "arenarpc_echo_payload")
     args.server_args = args.server_args.split()
-    outdir = args.out or (os.path.join(ROOT, "docs") if args.full else os.path.join(ROOT, "out", "rpc"))
-    os.makedirs(outdir, exist_ok=True)
-    raw = os.path.join(outdir, "raw") if args.full else outdir
-    os.makedirs(raw, exist_ok=True)
+    # --full: the docs' kept output in docs/raw/rpc/, the plots in docs/;
+    # the payload (arenarpc_echo_payload makes it again) stays out of docs/.
+    outdir = args.out or (os.path.join(ROOT, "docs", "raw", "rpc") if args.full
+                          else os.path.join(ROOT, "out", "rpc"))
+    raw = outdir
+    plot_dir = args.plot_dir or (os.path.join(ROOT, "docs") if args.full and not args.out else outdir)
+    payload_dir = os.path.join(ROOT, "out", "rpc") if args.full else outdir
+    for d in (outdir, plot_dir, payload_dir):
+        os.makedirs(d, exist_ok=True)
     ghz = find_ghz()
 
-    payload = os.path.join(raw, f"echo_request_scale{args.scale}_seed{args.seed}.bin")
+    payload = os.path.join(payload_dir, f"echo_request_scale{args.scale}_seed{args.seed}.bin")
     subprocess.run([args.payload_tool, f"--scale={args.scale}", f"--seed={args.seed}", f"--out={payload}"],
                    check=True)
     # Rounds interleave the modes, so that a slow spell of this shared
@@ -251,7 +257,7 @@ def main():
     with open(os.path.join(outdir, "rpc_results.md"), "w") as f:
         f.write(text + "\nReplay one mode's load:\n\n```sh\n" + results[0]["ghz_command"] + "\n```\n")
     if not args.no_plot:
-        paths = plot(results, outdir)
+        paths = plot(results, plot_dir)
         missing = [p for p in paths if not os.path.isfile(p) or os.path.getsize(p) == 0]
         if missing or len(paths) != 3:
             print(f"[rpc_bench] plots missing or empty: {missing or paths}", file=sys.stderr)

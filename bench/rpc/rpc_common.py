@@ -134,22 +134,36 @@ def start_server(binary, mode, core, extra, preload=None):
             os.environ["LD_PRELOAD"] = env_before
 
 
-# One line per ghz JSON report (bench/rpc/ghz_summary.py, rpc_bench.py):
-# ghz's report carries every call (~110 KB per 20 s round); the docs keep
-# this line instead.
+# One line per ghz JSON report (bench/rpc/ghz_summary.py, rpc_bench.py,
+# corpus_rpc.py): ghz's report carries every call (~110 KB per 20 s
+# round); the docs keep this line instead.
 HEADER = ("# report calls ok fastest_ms slowest_ms average_ms "
           "p50_ms p90_ms p99_ms p99.9_ms rps")
 
 
-def summary_line(path):
-    with open(path) as f:
-        report = json.load(f)
-    details = report.get("details") or []
-    ok = sorted(d["latency"] / 1e6 for d in details if d.get("status") == "OK")
-    cols = [os.path.basename(path), str(len(details)), str(len(ok)),
+def summary_of(name, report):
+    """The summary line of a ghz report (a dict). Percentiles over the OK
+    calls' details (percentile() above); a report whose details were dropped
+    gives ghz's own latencyDistribution instead, which has no p99.9 (nan)."""
+    details = report.get("details")
+    if details:
+        ok = sorted(d["latency"] / 1e6 for d in details if d.get("status") == "OK")
+        calls, n_ok = len(details), len(ok)
+        pct = [percentile(ok, p) for p in (50, 90, 99, 99.9)]
+    else:
+        dist = {d["percentage"]: d["latency"] / 1e6 for d in report.get("latencyDistribution") or []}
+        calls = report.get("count", 0)
+        n_ok = (report.get("statusCodeDistribution") or {}).get("OK", 0)
+        pct = [dist.get(p, float("nan")) for p in (50, 90, 99, 99.9)]
+    cols = [name, str(calls), str(n_ok),
             f"{report.get('fastest', 0) / 1e6:.2f}",
             f"{report.get('slowest', 0) / 1e6:.2f}",
             f"{report.get('average', 0) / 1e6:.2f}"]
-    cols += [f"{percentile(ok, p):.2f}" for p in (50, 90, 99, 99.9)]
+    cols += [f"{v:.2f}" for v in pct]
     cols.append(f"{report.get('rps', 0.0):.2f}")
     return " ".join(cols)
+
+
+def summary_line(path):
+    with open(path) as f:
+        return summary_of(os.path.basename(path), json.load(f))
