@@ -1,5 +1,5 @@
 // arenarpc_echo_payload: writes one serialized EchoRequest, the payload of
-// the RPC benchmark (bench/rpc_bench.py), so that anyone can replay the
+// the RPC benchmark (bench/rpc/rpc_bench.py), so that anyone can replay the
 // exact load with ghz:
 //
 //   arenarpc_echo_payload --scale=100 --seed=7 --out=request.bin

@@ -13,15 +13,16 @@ b=build/release/bench
   echo "# tRPC build benchmark ($(date -u +%F))"
   $b/trpc_build_bench --label=glibc --reps=5
   $b/trpc_build_bench_tcmalloc --label=tcmalloc --reps=5
-} | tee docs/trpc_build_results.md
+} | tee docs/raw/trpc_build/trpc_build_results.md
 $b/page_pool_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  | tee docs/page_pool_bench.txt
-/usr/bin/python3 bench/reuse_skew.py --bin $b/reuse_skew_bench --out docs
-/usr/bin/python3 bench/object_pool_compare.py --build-dir build/release \
+  | tee docs/raw/page_pool/page_pool_bench.txt
+/usr/bin/python3 bench/message_pool/reuse_skew.py --bin $b/reuse_skew_bench --out docs/raw/reuse_skew \
+  --plot docs/reuse_rss.png
+/usr/bin/python3 bench/object_pool/object_pool_compare.py --build-dir build/release \
   --reps=5 --rounds=50 --sizes=64 --skip-memory \
   --raw docs/raw/object_pool/headline_raw.txt | tee docs/raw/object_pool/headline.md
-/usr/bin/python3 bench/object_pool_compare.py --build-dir build/release \
+/usr/bin/python3 bench/object_pool/object_pool_compare.py --build-dir build/release \
   --reps=5 --rounds=10 --raw docs/raw/object_pool/grid_raw.txt \
   --plot docs/object_pool_grid.png | tee docs/raw/object_pool/grid.md
-/usr/bin/python3 bench/rpc_bench.py --build build/release --full
-/usr/bin/python3 bench/corpus.py --out docs/raw/corpus   # ~60 minutes
+/usr/bin/python3 bench/rpc/rpc_bench.py --build build/release --full
+/usr/bin/python3 bench/corpus/corpus.py --out docs/raw/corpus   # ~60 minutes

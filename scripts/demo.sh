@@ -8,11 +8,11 @@
 # third-party services in-process, every mode against plain parsing under
 # glibc, tcmalloc and mimalloc (table in out/corpus/inprocess.md). About 11 minutes on 2 busy cores once built
 # (measured 2026-11-25: echo callback ~3 min, echo sync ~5 min, corpus in-process the rest).
-# The full corpus run through gRPC: /usr/bin/python3 bench/corpus.py.
+# The full corpus run through gRPC: /usr/bin/python3 bench/corpus/corpus.py.
 #
 #   bash scripts/demo.sh            # short runs
 #   bash scripts/demo.sh --full     # echo: 5 rounds x (5 s + 20 s) per mode, regenerates docs/
-# Other flags go to bench/rpc_bench.py (e.g. --rps=40 --scale=50).
+# Other flags go to bench/rpc/rpc_bench.py (e.g. --rps=40 --scale=50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -24,11 +24,11 @@ cmake --build build/release -j "$(nproc)" \
 
 args=(--build build/release)
 if [[ " $* " != *" --full "* ]]; then args+=(--duration=12 --warmup=3 --rounds=2); fi
-/usr/bin/python3 bench/rpc_bench.py "${args[@]}" "$@"
+/usr/bin/python3 bench/rpc/rpc_bench.py "${args[@]}" "$@"
 sync_out=(--out out/rpc_sync)
-if [[ " $* " == *" --full "* ]]; then sync_out=(--out docs/rpc_sync); fi
-/usr/bin/python3 bench/rpc_bench.py "${args[@]}" "${sync_out[@]}" --server_args=--api=sync \
+if [[ " $* " == *" --full "* ]]; then sync_out=(--out docs/raw/rpc_sync); fi
+/usr/bin/python3 bench/rpc/rpc_bench.py "${args[@]}" "${sync_out[@]}" --server_args=--api=sync \
   --modes=plain,plain+mimalloc,plain+tcmalloc,plain+jemalloc,heap,arena,reuse,auto "$@"
 if [[ " $* " != *" --full "* ]]; then
-  /usr/bin/python3 bench/corpus.py --quick --skip-rpc --out out/corpus --docs out/corpus
+  /usr/bin/python3 bench/corpus/corpus.py --quick --skip-rpc --out out/corpus --docs out/corpus
 fi

@@ -53,7 +53,7 @@ unset GOROOT
 export GOTOOLCHAIN=local
 
 # ghz goes to the first GOPATH entry's bin (~/go/bin by default), where
-# bench/rpc_bench.py looks for it.
+# bench/rpc/rpc_bench.py looks for it.
 gopath="$(go env GOPATH 2>/dev/null || true)"
 gopath="${gopath%%:*}"
 gobin="${gopath:-$HOME/go}/bin"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harnesses (tests/fuzz) with clang 14, ASan and UBSan
-# into build/fuzz and runs each for $1 seconds (default 60), one after the
-# other, from the seeds fuzz_seeds writes. Fails on a crash, a sanitizer
-# report or a leak. With $2 (a directory), each harness's final stats line
-# and executions go to $2/fuzz_<harness>.txt. Used by scripts/test.sh (leg
-# "fuzz") and bench/reliability/fuzz.sh.
+# The one way to run the libFuzzer harnesses (tests/fuzz/README.md): builds
+# them with clang 14, ASan and UBSan into build/fuzz and runs each for $1
+# seconds (default 60), one after the other, from the seeds fuzz_seeds
+# writes. Fails on a crash, a sanitizer report or a leak. With $2 (a
+# directory), each harness's final stats line and executions go to
+# $2/fuzz_<harness>.txt.
+#   scripts/fuzz.sh 60                          # scripts/test.sh, leg "fuzz"
+#   scripts/fuzz.sh 600 docs/raw/reliability    # docs/RELIABILITY.md 3
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -16,9 +18,9 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B build/fuzz -G Ninja \
   -DARENARPC_WERROR=ON \
   -DARENARPC_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_C_COMPILER_LAUNCHER=ccache >/dev/null
-harnesses=(arena_parse pooled_parse caller_parse)
-cmake --build build/fuzz -j "${ARENARPC_JOBS:-$(nproc)}" --target fuzz_seeds \
-  "${harnesses[@]/#/fuzz_}"
+cmake --build build/fuzz -j "${ARENARPC_JOBS:-$(nproc)}" --target fuzz_all
+# The harnesses tests/fuzz/CMakeLists.txt declares, one name a line.
+mapfile -t harnesses <build/fuzz/tests/fuzz/harnesses.txt
 seeds=build/fuzz/seeds
 rm -rf "$seeds" && mkdir -p "$seeds"
 build/fuzz/tests/fuzz/fuzz_seeds "$seeds"
@@ -38,7 +40,7 @@ for h in "${harnesses[@]}"; do
   if [ -n "$out_dir" ]; then
     mkdir -p "$out_dir"
     {
-      echo "# bench/reliability/fuzz.sh: fuzz_$h, -max_total_time=$seconds, $(date -u +%FT%TZ)"
+      echo "# scripts/fuzz.sh $seconds $out_dir: fuzz_$h, $(date -u +%FT%TZ)"
       echo "# $(clang++-14 --version | head -n 1); $(nproc) cores"
       echo "exit_code: $rc"
       echo "executions: ${execs:-?}"

@@ -429,7 +429,7 @@ int main(int argc, char** argv) {
   if (async != nullptr) async->Stop();
   if (!arenarpc::GetMeasuredMethodStats().empty()) {
     // What measuring cost against the whole process (one run, no noise
-    // from comparing two runs): bench/advise_check.py reads this line.
+    // from comparing two runs): bench/advise/advise_check.py reads this line.
     timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     const double process_s = static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;

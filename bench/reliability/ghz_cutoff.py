@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """The "one failed call" question (docs/RELIABILITY.md section 1): for ghz
-JSON reports written by bench/rpc_bench.py, every non-OK call by error text,
+JSON reports written by bench/rpc/rpc_bench.py, every non-OK call by error text,
 when it ended relative to the run's end, and how rpc_bench counts it.
 
-  for i in $(seq 24); do bench/rpc_bench.py --modes=reuse --duration=4 \\
+  for i in $(seq 24); do bench/rpc/rpc_bench.py --modes=reuse --duration=4 \\
       --warmup=1 --rounds=1 --no_plot --out=/tmp/cut/$i; done
   bench/reliability/ghz_cutoff.py 4 /tmp/cut/*/ghz_*.json
 """
@@ -13,8 +13,8 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from rpc_bench import CUT_AT_END, cut_at_end, ghz_time  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rpc"))
+from rpc_common import CUT_AT_END, cut_at_end, ghz_time  # noqa: E402
 
 OLD_CUT = CUT_AT_END[:3]  # the list before "transport is closing" was added
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every reliability part (docs/RELIABILITY.md) that is not a unit test:
 # each part is bench/reliability/<part>.sh, writing its kept output under
-# docs/raw/reliability/. Usage: run_all.sh [part ...] (default: all parts).
+# docs/raw/reliability/, and part "fuzz" is every libFuzzer harness for
+# 10 min (scripts/fuzz.sh; ARENARPC_FUZZ_SECONDS overrides). Usage:
+# run_all.sh [part ...] (default: all parts).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 parts=("$@")
@@ -11,8 +13,13 @@ if [ ${#parts[@]} -eq 0 ]; then
     [ "$name" = run_all ] && continue
     parts+=("$name")
   done
+  parts+=(fuzz)
 fi
 for p in "${parts[@]}"; do
   echo "== reliability: $p"
-  bash "bench/reliability/$p.sh"
+  if [ "$p" = fuzz ]; then
+    scripts/fuzz.sh "${ARENARPC_FUZZ_SECONDS:-600}" docs/raw/reliability
+  else
+    bash "bench/reliability/$p.sh"
+  fi
 done

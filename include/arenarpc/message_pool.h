@@ -131,7 +131,8 @@ struct MessagePoolOptions {
   // (ReuseLimit() not empty). Off: such a pool gives each use a fresh arena.
   bool reuse_lossy_types = false;
   // Keep instances on arenas even where heap instances keep more (protobuf
-  // v22+, see above); bench/corpus_bench's reuse_arena mode measures it.
+  // v22+, see above); bench/corpus/corpus_bench.cc's reuse_arena mode
+  // measures it.
   bool arena_instances = false;
 };
 

@@ -124,10 +124,11 @@ class PagePool final {
   // keeps no clock): a cache counts as idle from the first call that finds
   // it unchanged, so call this periodically (e.g. every idle_for / 2); a
   // cache last used at time t is released within t + idle_for + two call
-  // periods (bench/idle_caches_bench.cc). `idle_for` of zero releases every
-  // thread cache not in use at this instant (memory pressure). The threads
-  // keep working: an emptied cache refills from the depot or the OS on its
-  // next Allocate. The depot is not touched (see Trim()).
+  // periods (bench/arena/idle_caches_bench.cc). `idle_for` of zero
+  // releases every thread cache not in use at this instant (memory
+  // pressure). The threads keep working: an emptied cache refills from the
+  // depot or the OS on its next Allocate. The depot is not touched (see
+  // Trim()).
   // Thread safety: may be called from any thread, concurrently with
   // everything else; it never waits for another thread's Allocate or
   // Deallocate (a cache in use at that instant is skipped).

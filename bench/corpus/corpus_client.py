@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Client CPU per call on a large-response corpus service (etcd_range).
+
+One plain corpus server (callback API, no allocator) answers; the client
+(arenarpc_corpus_client) runs each configuration in turn, every round, so
+the ratios compare runs made side by side:
+
+  {sync,async}/plain            ClientContext and messages on the heap
+  {sync,async}/plain+<malloc>   the same with mimalloc, tcmalloc or jemalloc
+                                preloaded into the client
+  {sync,async}/plain+glibc_tuned  the same with glibc's malloc tuned by
+                                GLIBC_TUNABLES (GLIBC_TUNED below)
+  {sync,async}/arena            arenarpc::ClientCall (pooled arena)
+  {sync,async}/reuse            ClientCall over MessagePools
+  {sync,async}/arena+glibc_tuned  both
+
+  bench/corpus/corpus_client.py --rounds 5 --out docs/raw/corpus_client
+  bench/corpus/corpus_client.py --smoke
+Prints and writes corpus_client.md (medians, ratios to the same stub's
+plain) and corpus_client.json (every run).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus_rpc  # noqa: E402  (GLIBC_TUNED)
+import rpc_common  # noqa: E402  (Server, PRELOADS, LIBDIR; on corpus_rpc's path)
+
+ROOT = rpc_common.ROOT
+FLAVOURS = ["plain", "plain+mimalloc", "plain+tcmalloc", "plain+jemalloc", "plain+glibc_tuned",
+            "arena", "reuse", "arena+glibc_tuned"]
+# glibc's malloc told to keep what it frees: corpus_rpc.GLIBC_TUNED.
+GLIBC_TUNED = corpus_rpc.GLIBC_TUNED
+
+
+def run_client(binary, port, stub, flavour, args):
+    messages, _, extra = flavour.partition("+")
+    env = dict(os.environ)
+    if extra == "glibc_tuned":
+        env["GLIBC_TUNABLES"] = GLIBC_TUNED
+    elif extra:
+        env["LD_PRELOAD"] = os.path.join(rpc_common.LIBDIR, rpc_common.PRELOADS[extra])
+    cmd = [binary, f"--target=127.0.0.1:{port}", f"--stub={stub}", f"--messages={messages}",
+           f"--calls={args.calls}", f"--warmup={args.warmup}", f"--concurrency={args.concurrency}"]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stdout}{out.stderr}")
+    fields = out.stdout.split()
+    return float(fields[fields.index("cpu_us_per_call") + 1])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    p.add_argument("--out", default=os.path.join(ROOT, "out", "corpus_client"))
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--calls", type=int, default=400)
+    p.add_argument("--warmup", type=int, default=50)
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--server_api", default="callback")
+    p.add_argument("--flavours", default=",".join(FLAVOURS), help="any of " + ",".join(FLAVOURS))
+    p.add_argument("--smoke", action="store_true", help="1 round of a few calls")
+    args = p.parse_args()
+    flavours = args.flavours.split(",")
+    if args.smoke:
+        args.rounds, args.calls, args.warmup = 1, 10, 2
+    server_bin = os.path.join(args.build, "bench", "corpus", "arenarpc_corpus_server")
+    client_bin = os.path.join(args.build, "bench", "corpus", "arenarpc_corpus_client")
+    os.makedirs(args.out, exist_ok=True)
+    server = rpc_common.Server(server_bin, "none", None, [f"--api={args.server_api}"])
+    runs = {}  # "stub/flavour" -> [cpu us per call per round]
+    try:
+        for r in range(args.rounds):
+            for stub in ("sync", "async"):
+                for flavour in flavours:
+                    us = run_client(client_bin, server.port, stub, flavour, args)
+                    runs.setdefault(f"{stub}/{flavour}", []).append(us)
+                    print(f"round {r} {stub:>5} {flavour:>15}: {us:9.1f} us/call", flush=True)
+    finally:
+        server.stop()
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    lines = [f"Client CPU per call, etcd_range (Kubernetes lists), {args.rounds} rounds of "
+             f"{args.calls} calls, {args.concurrency} in flight; medians; ratio to the same stub's plain",
+             "", "| stub | " + " | ".join(flavours) + " | " +
+             " | ".join(f"{f} / plain" for f in flavours[1:]) + " |",
+             "|---|" + "---:|" * (2 * len(flavours) - 1)]
+    for stub in ("sync", "async"):
+        base = med[f"{stub}/plain"]
+        lines.append(f"| {stub} | " + " | ".join(f"{med[f'{stub}/{f}']:.0f}" for f in flavours) + " | " +
+                     " | ".join(f"{med[f'{stub}/{f}'] / base:.2f}" for f in flavours[1:]) + " |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(os.path.join(args.out, "corpus_client.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(args.out, "corpus_client.json"), "w") as f:
+        json.dump({"args": vars(args), "runs_us_per_call": runs, "medians": med}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
