@@ -76,6 +76,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -137,12 +138,28 @@ MethodMeter* StreamMeterFor(const ServerOptions& options,
 }
 }  // namespace internal
 
-// One stream's messages in one direction. Not copyable or movable (made in
-// place: `auto in = method.Requests();`, or a reactor member initialised
-// from it).
+// One stream's messages in one direction. Move-only (moving keeps the
+// current message where it is; do not move while a read or write into it is
+// in flight).
 template <class T>
 class StreamMessages {
  public:
+  StreamMessages(StreamMessages&& o) noexcept
+      : meter_(o.meter_),
+        empty_response_(o.empty_response_),
+        mode_(o.mode_),
+        running_(o.running_),
+        sampled_(std::exchange(o.sampled_, false)),
+        message_(std::exchange(o.message_, nullptr)),
+        arena_(std::move(o.arena_)),
+        pooled_(std::move(o.pooled_)),
+        heap_(std::move(o.heap_)),
+        messages_(o.messages_),
+        peak_arena_bytes_(o.peak_arena_bytes_) {
+    o.arena_.reset();
+    internal::RecordStreamOpen();
+  }
+  StreamMessages& operator=(StreamMessages&&) = delete;
   StreamMessages(const StreamMessages&) = delete;
   StreamMessages& operator=(const StreamMessages&) = delete;
   ~StreamMessages() {
@@ -171,8 +188,8 @@ class StreamMessages {
         message_ = pooled_.get();
         break;
       default:
-        heap_.emplace();
-        message_ = &*heap_;
+        heap_ = std::make_unique<T>();
+        message_ = heap_.get();
         break;
     }
     internal::RecordStreamMessage(running_);
@@ -242,15 +259,15 @@ class StreamMessages {
     }
   }
 
-  internal::MethodMeter* const meter_;
-  const google::protobuf::Message* const empty_response_;
+  internal::MethodMeter* meter_;
+  const google::protobuf::Message* empty_response_;
   AllocationMode mode_;     // installed (kAuto: the last pick)
   AllocationMode running_;  // of the current message
   bool sampled_ = false;
   T* message_ = nullptr;
   std::optional<ScopedArena> arena_;
   PooledMessage<T> pooled_;
-  std::optional<T> heap_;
+  std::unique_ptr<T> heap_;
   uint64_t messages_ = 0;
   uint64_t peak_arena_bytes_ = 0;
 };
