@@ -284,12 +284,7 @@ class StreamServer {
     server_.reset();
   }
   std::shared_ptr<grpc::Channel> NewChannel() const {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(64 << 20);
-    args.SetMaxSendMessageSize(64 << 20);
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port_),
-                                     grpc::InsecureChannelCredentials(), args);
+    return testing::NewTestChannel("127.0.0.1:" + std::to_string(port_));
   }
   Seen& seen() { return seen_; }
   const Methods& methods() const { return methods_; }
@@ -319,7 +314,8 @@ void ExpectPagesBack(uint64_t pages_before) {
 }
 
 // Streams and pages at rest once the server's handlers all ended.
-void ExpectAllBack(StreamServer* server, int streams, uint64_t pages_before) {
+void ExpectStreamsBack(StreamServer* server, int streams,
+                       uint64_t pages_before) {
   EXPECT_TRUE(WaitFor([&] { return server->seen().ended.load() >= streams; }))
       << server->seen().ended.load();
   server->Shutdown();
@@ -335,21 +331,32 @@ class GrpcStreamTest : public ::testing::TestWithParam<Param> {
  protected:
   AllocationMode mode() const { return std::get<0>(GetParam()); }
   ServerApi api() const { return std::get<1>(GetParam()); }
+  // The pages in use at rest, then a server of the test's mode and API.
+  void Start(int max_receive_bytes = 16 << 20) {
+    pages_before_ = PagesInUseAtRest();
+    server_ = std::make_unique<StreamServer>(mode(), api(), max_receive_bytes);
+    stub_ = StreamTest::NewStub(server_->NewChannel());
+  }
+  void ExpectAllBack(int streams) {
+    ExpectStreamsBack(server_.get(), streams, pages_before_);
+  }
+
+  uint64_t pages_before_ = 0;
+  std::unique_ptr<StreamServer> server_;
+  std::unique_ptr<StreamTest::Stub> stub_;
 };
 
 TEST_P(GrpcStreamTest, EveryKindEndToEnd) {
-  const uint64_t pages_before = PagesInUseAtRest();
   const StreamTotals before = GetStreamTotals();
-  StreamServer server(mode(), api());
-  EXPECT_FALSE(server.methods().chat.report().unary);
-  EXPECT_TRUE(server.methods().chat.report().served);
-  auto stub = StreamTest::NewStub(server.NewChannel());
+  Start();
+  EXPECT_FALSE(server_->methods().chat.report().unary);
+  EXPECT_TRUE(server_->methods().chat.report().served);
   constexpr int kMessages = 40;
   {  // client-streaming
     grpc::ClientContext context;
     SetDeadline(&context, std::chrono::seconds(60));
     Summary summary;
-    auto writer = stub->Collect(&context, &summary);
+    auto writer = stub_->Collect(&context, &summary);
     uint64_t bytes = 0;
     for (int i = 0; i < kMessages; ++i) {
       Chunk c;
@@ -369,7 +376,7 @@ TEST_P(GrpcStreamTest, EveryKindEndToEnd) {
     Chunk request;
     FillChunk(3, 8 << 10, &request);
     request.set_count(kMessages);
-    auto reader = stub->Fan(&context, request);
+    auto reader = stub_->Fan(&context, request);
     Chunk c;
     uint32_t n = 0;
     while (reader->Read(&c)) {
@@ -385,7 +392,7 @@ TEST_P(GrpcStreamTest, EveryKindEndToEnd) {
   {  // bidi
     grpc::ClientContext context;
     SetDeadline(&context, std::chrono::seconds(60));
-    auto stream = stub->Chat(&context);
+    auto stream = stub_->Chat(&context);
     for (int i = 0; i < kMessages; ++i) {
       Chunk c;
       FillChunk(i, 8 << 10, &c);
@@ -398,8 +405,8 @@ TEST_P(GrpcStreamTest, EveryKindEndToEnd) {
     const grpc::Status s = stream->Finish();
     ASSERT_TRUE(s.ok()) << s.error_message();
   }
-  EXPECT_EQ(server.seen().messages.load(), uint64_t{3 * kMessages});
-  ExpectAllBack(&server, 3, pages_before);
+  EXPECT_EQ(server_->seen().messages.load(), uint64_t{3 * kMessages});
+  ExpectAllBack(3);
   // Every message was counted, in the mode it ran in (kAuto: any of the
   // three; the kill switch is off here).
   const StreamTotals after = GetStreamTotals();
@@ -423,15 +430,13 @@ TEST_P(GrpcStreamTest, EveryKindEndToEnd) {
 // arena message reused across the stream grows): pooled pages in use stay
 // under a bound set by one message, not by the stream's length.
 TEST_P(GrpcStreamTest, LongStreamGrowthIsBounded) {
-  const uint64_t pages_before = PagesInUseAtRest();
-  StreamServer server(mode(), api());
-  auto stub = StreamTest::NewStub(server.NewChannel());
+  Start();
   constexpr int kMessages = 600;
   constexpr size_t kMessageBytes = 32 << 10;
   grpc::ClientContext context;
   SetDeadline(&context, std::chrono::seconds(120));
   Summary summary;
-  auto writer = stub->Collect(&context, &summary);
+  auto writer = stub_->Collect(&context, &summary);
   uint64_t wire = 0;
   for (int i = 0; i < kMessages; ++i) {
     Chunk c;
@@ -442,16 +447,16 @@ TEST_P(GrpcStreamTest, LongStreamGrowthIsBounded) {
   writer->WritesDone();
   ASSERT_TRUE(writer->Finish().ok());
   EXPECT_EQ(summary.messages(), uint64_t{kMessages});
-  ExpectAllBack(&server, 1, pages_before);
+  ExpectAllBack(1);
   // One message is ~34 KB: its arena ~2-4 pages of 64 KiB at most. Growth
   // with the stream would be ~kMessages x the abandoned strings.
   const uint64_t page = PagePool::Default().Stats().page_size;
-  const uint64_t bound = pages_before + 16 * ((4 * kMessageBytes) / page + 1);
-  EXPECT_LE(server.seen().max_pages_in_use.load(), bound)
+  const uint64_t bound = pages_before_ + 16 * ((4 * kMessageBytes) / page + 1);
+  EXPECT_LE(server_->seen().max_pages_in_use.load(), bound)
       << "wire bytes " << wire;
   if (mode() == AllocationMode::kArena) {
-    EXPECT_GT(server.seen().peak_arena_bytes.load(), 0u);
-    EXPECT_LE(server.seen().peak_arena_bytes.load(), 4 * kMessageBytes);
+    EXPECT_GT(server_->seen().peak_arena_bytes.load(), 0u);
+    EXPECT_LE(server_->seen().peak_arena_bytes.load(), 4 * kMessageBytes);
   }
 }
 
@@ -476,9 +481,8 @@ TEST(StreamGrowthControl, OneReusedArenaMessageGrows) {
 // stream; the handler cannot tell), so the status is the handler's; the
 // message it was parsed into and the pages go back.
 TEST_P(GrpcStreamTest, MalformedMessageMidStream) {
-  const uint64_t pages_before = PagesInUseAtRest();
-  StreamServer server(mode(), api());
-  auto channel = server.NewChannel();
+  Start();
+  auto channel = server_->NewChannel();
   grpc::ClientContext context;
   SetDeadline(&context, std::chrono::seconds(60));
   const grpc::internal::RpcMethod method(
@@ -504,20 +508,18 @@ TEST_P(GrpcStreamTest, MalformedMessageMidStream) {
                          5)));
   while (stream->Read(&echo)) {
   }
-  EXPECT_TRUE(stream->Finish().ok());            // the handler's status
-  EXPECT_EQ(server.seen().messages.load(), 1u);  // the bad one not seen
-  ExpectAllBack(&server, 1, pages_before);
+  EXPECT_TRUE(stream->Finish().ok());              // the handler's status
+  EXPECT_EQ(server_->seen().messages.load(), 1u);  // the bad one not seen
+  ExpectAllBack(1);
 }
 
 // A message over the server's receive limit mid-stream.
 TEST_P(GrpcStreamTest, OversizeMessageMidStream) {
-  const uint64_t pages_before = PagesInUseAtRest();
-  StreamServer server(mode(), api(), /*max_receive_bytes=*/64 << 10);
-  auto stub = StreamTest::NewStub(server.NewChannel());
+  Start(/*max_receive_bytes=*/64 << 10);
   grpc::ClientContext context;
   SetDeadline(&context, std::chrono::seconds(60));
   Summary summary;
-  auto writer = stub->Collect(&context, &summary);
+  auto writer = stub_->Collect(&context, &summary);
   Chunk small;
   FillChunk(1, 4 << 10, &small);
   ASSERT_TRUE(writer->Write(small));
@@ -528,17 +530,15 @@ TEST_P(GrpcStreamTest, OversizeMessageMidStream) {
   const grpc::Status s = writer->Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
       << s.error_message();
-  ExpectAllBack(&server, 1, pages_before);
+  ExpectAllBack(1);
 }
 
 // The client cancels a bidi stream mid-way.
 TEST_P(GrpcStreamTest, ClientCancelsMidStream) {
-  const uint64_t pages_before = PagesInUseAtRest();
-  StreamServer server(mode(), api());
-  auto stub = StreamTest::NewStub(server.NewChannel());
+  Start();
   grpc::ClientContext context;
   SetDeadline(&context, std::chrono::seconds(60));
-  auto stream = stub->Chat(&context);
+  auto stream = stub_->Chat(&context);
   for (int i = 0; i < 5; ++i) {
     Chunk c;
     FillChunk(i, 8 << 10, &c);
@@ -551,20 +551,18 @@ TEST_P(GrpcStreamTest, ClientCancelsMidStream) {
   while (stream->Read(&echo)) {
   }
   EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
-  ExpectAllBack(&server, 1, pages_before);
+  ExpectAllBack(1);
 }
 
 // A client-streaming call whose deadline passes mid-stream (the client
 // stops writing and waits).
 TEST_P(GrpcStreamTest, DeadlineMidStream) {
-  const uint64_t pages_before = PagesInUseAtRest();
-  StreamServer server(mode(), api());
-  auto stub = StreamTest::NewStub(server.NewChannel());
+  Start();
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::milliseconds(300));
   Summary summary;
-  auto writer = stub->Collect(&context, &summary);
+  auto writer = stub_->Collect(&context, &summary);
   Chunk c;
   FillChunk(1, 8 << 10, &c);
   writer->Write(c);
@@ -572,31 +570,29 @@ TEST_P(GrpcStreamTest, DeadlineMidStream) {
   const grpc::Status s = writer->Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
       << s.error_message();
-  ExpectAllBack(&server, 1, pages_before);
+  ExpectAllBack(1);
 }
 
 // Shutdown with streams of every kind in flight (each has had a message).
 TEST_P(GrpcStreamTest, ShutdownWithStreamsInFlight) {
-  const uint64_t pages_before = PagesInUseAtRest();
-  auto server = std::make_unique<StreamServer>(mode(), api());
-  auto stub = StreamTest::NewStub(server->NewChannel());
+  Start();
   grpc::ClientContext c1, c2, c3;
   for (auto* c : {&c1, &c2, &c3}) SetDeadline(c, std::chrono::seconds(60));
   Summary summary;
-  auto collect = stub->Collect(&c1, &summary);
+  auto collect = stub_->Collect(&c1, &summary);
   Chunk c;
   FillChunk(1, 8 << 10, &c);
   ASSERT_TRUE(collect->Write(c));
-  auto chat = stub->Chat(&c2);
+  auto chat = stub_->Chat(&c2);
   ASSERT_TRUE(chat->Write(c));
   Chunk echo;
   ASSERT_TRUE(chat->Read(&echo));
   Chunk fan_request = c;
   fan_request.set_count(1000000);  // far more than gets sent
-  auto fan = stub->Fan(&c3, fan_request);
+  auto fan = stub_->Fan(&c3, fan_request);
   ASSERT_TRUE(fan->Read(&echo));
-  ASSERT_TRUE(WaitFor([&] { return server->seen().messages.load() >= 3; }));
-  server->Shutdown();
+  ASSERT_TRUE(WaitFor([&] { return server_->seen().messages.load() >= 3; }));
+  server_->Shutdown();
   EXPECT_FALSE(collect->Finish().ok());
   while (chat->Read(&echo)) {
   }
@@ -604,12 +600,12 @@ TEST_P(GrpcStreamTest, ShutdownWithStreamsInFlight) {
   while (fan->Read(&echo)) {
   }
   EXPECT_FALSE(fan->Finish().ok());
-  EXPECT_EQ(server->seen().ended.load(), 3);
-  server.reset();
+  EXPECT_EQ(server_->seen().ended.load(), 3);
+  server_.reset();
   const StreamTotals t = GetStreamTotals();
   EXPECT_EQ(t.live_messages, 0u);
   EXPECT_EQ(t.streams, 0u);
-  ExpectPagesBack(pages_before);
+  ExpectPagesBack(pages_before_);
 }
 
 std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
