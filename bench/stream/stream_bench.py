@@ -80,6 +80,8 @@ def client(build, target, *flags):
 
 def cpu(args):
     size = [f"--min_bytes={args.min_bytes}", f"--max_bytes={args.max_bytes}"]
+    if args.small:
+        size.append("--small")
     per_round = []  # {config: us per message}
     mean_bytes = 0
     for r in range(args.rounds):
@@ -104,7 +106,8 @@ def cpu(args):
              "",
              f"`{' '.join(sys.argv)}`",
              "",
-             f"Client-streaming OTLP metrics requests (corpus otlp_metrics, "
+             f"Client-streaming OTLP metrics requests (corpus otlp_metrics"
+             f"{', each cut to its first metric' if args.small else ''}, "
              f"{args.min_bytes}-{args.max_bytes} B, mean {mean_bytes:.0f} B), "
              f"{args.calls} calls x {args.messages} messages per config and round, "
              f"{args.rounds} rounds; server CPU (utime+stime) / messages.",
@@ -188,6 +191,8 @@ def main():
     p.add_argument("--seconds", type=float, default=600)
     p.add_argument("--settle", type=float, default=30,
                    help="rss: seconds of warm-up left out of the bounds")
+    p.add_argument("--small", action="store_true",
+                   help="cpu: each request cut to its first metric (small messages)")
     p.add_argument("--out", default="")
     p.add_argument("--png", default="")
     args = p.parse_args()

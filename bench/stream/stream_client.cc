@@ -5,6 +5,7 @@
 //       --min_bytes=80000 --max_bytes=130000
 //   # "calls 3 messages 3000 bytes ... mean_bytes ... seconds ..."
 //   arenarpc_stream_client ... --seconds=600   # one call, streams 10 min
+//   arenarpc_stream_client ... --small --min_bytes=0 --max_bytes=4096
 //
 // Messages are the corpus mix's requests whose size is in [min_bytes,
 // max_bytes], serialized once and sent as they are (the client's CPU stays
@@ -30,6 +31,9 @@ ABSL_FLAG(int, messages, 1000, "messages per call");
 ABSL_FLAG(int, min_bytes, 80000, "smallest message used");
 ABSL_FLAG(int, max_bytes, 130000, "largest message used");
 ABSL_FLAG(int, distinct, 64, "distinct messages, sent round robin");
+ABSL_FLAG(bool, small, false,
+          "cut each picked request down to its first metric (the small "
+          "messages case; pick them with --min_bytes=0)");
 ABSL_FLAG(double, seconds, 0,
           "if > 0: one call streaming for this long (--calls, --messages "
           "ignored)");
@@ -39,15 +43,34 @@ namespace {
 using Request =
     opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest;
 
+// The request with only its first resource's first scope's first metric.
+std::string FirstMetric(const std::string& bytes) {
+  Request r;
+  r.ParseFromString(bytes);
+  if (r.resource_metrics_size() == 0) return bytes;
+  auto* rm = r.mutable_resource_metrics(0);
+  r.mutable_resource_metrics()->DeleteSubrange(1,
+                                               r.resource_metrics_size() - 1);
+  if (rm->scope_metrics_size() == 0) return r.SerializeAsString();
+  auto* sm = rm->mutable_scope_metrics(0);
+  rm->mutable_scope_metrics()->DeleteSubrange(1, rm->scope_metrics_size() - 1);
+  if (sm->metrics_size() > 1) {
+    sm->mutable_metrics()->DeleteSubrange(1, sm->metrics_size() - 1);
+  }
+  return r.SerializeAsString();
+}
+
 std::vector<std::string> Pick() {
   const arenarpc::corpus::Service* s =
       arenarpc::corpus::FindService("otlp_metrics");
   const size_t lo = absl::GetFlag(FLAGS_min_bytes);
   const size_t hi = absl::GetFlag(FLAGS_max_bytes);
   const size_t want = absl::GetFlag(FLAGS_distinct);
+  const bool small = absl::GetFlag(FLAGS_small);
   std::vector<std::string> out;
   for (uint64_t seed = 1; out.size() < want && seed < 64; ++seed) {
     for (std::string& m : s->generate(seed, 200)) {
+      if (small) m = FirstMetric(m);
       if (m.size() >= lo && m.size() <= hi && out.size() < want) {
         out.push_back(std::move(m));
       }

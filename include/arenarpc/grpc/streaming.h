@@ -35,8 +35,10 @@
 // method's mode; gRPC's Read parses into it in place, Write serializes from
 // it. So a stream holds at most one message per StreamMessages, whatever
 // its length:
-//   heap   a new message each time (gRPC's default: the message is the
-//          caller's; counted);
+//   heap   gRPC's default for a stream (route_guide's loop): one heap
+//          message per StreamMessages, cleared and parsed into again; it
+//          keeps the capacity of the largest message seen, and Clear()
+//          frees what it drops, so nothing piles up (counted);
 //   arena  each message on its own pooled ScopedArena, released at the next
 //          Next(): one arena's pages reused message after message (a single
 //          arena message parsed into again would grow: what Clear() drops
@@ -188,17 +190,24 @@ class StreamMessages {
         message_ = pooled_.get();
         break;
       default:
-        heap_ = std::make_unique<T>();
+        // gRPC's own way for a stream: one message, cleared and parsed
+        // into again (heap: Clear() frees what it drops, nothing piles up).
+        if (heap_ == nullptr) {
+          heap_ = std::make_unique<T>();
+        } else {
+          heap_->Clear();
+        }
         message_ = heap_.get();
         break;
     }
+    if (running_ != AllocationMode::kHeap) heap_.reset();
     internal::RecordStreamMessage(running_);
     ++messages_;
     return message_;
   }
 
-  // Releases the current message now (e.g. before a long wait); get() is
-  // null until the next Next().
+  // Releases the current message now (e.g. before a long wait; heap mode
+  // keeps its one message for the next Next()); get() is null until then.
   void Release() {
     if (message_ == nullptr) return;
     if (sampled_) Sample();
@@ -213,8 +222,7 @@ class StreamMessages {
         pooled_.reset();  // cleared into its pool, guards applied
         break;
       default:
-        heap_.reset();
-        break;
+        break;  // kept for the next message, as gRPC's own loop keeps it
     }
     internal::RecordStreamRelease(running_, bytes, sampled_);
     message_ = nullptr;
