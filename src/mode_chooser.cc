@@ -99,7 +99,7 @@ LearningBudget::LearningBudget(double max_cpu_share, double credit_ns)
     : share_(max_cpu_share), credit_ns_(credit_ns) {}
 
 bool LearningBudget::Fits(double process_ns, double expected_ns) const {
-  return spent_ns() + expected_ns <= share_ * process_ns + credit_ns_;
+  return spent_ns() + expected_ns <= share() * process_ns + credit_ns_;
 }
 
 void LearningBudget::Spend(double ns) {

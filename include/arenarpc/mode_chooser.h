@@ -79,7 +79,8 @@ class ModeChooser {
 // against the process's CPU. Before each sample: Fits(); after: Spend().
 // What it guarantees: spent <= max_cpu_share * process CPU + credit_ns +
 // the one sample admitted last (a sample's cost is known only after it).
-// Thread safety: Spend() from any thread; the rest from one thread.
+// Thread safety: Spend(), set_share() and share() from any thread; the rest
+// from one thread.
 class LearningBudget {
  public:
   // 2 % of the process's CPU by default (ServerOptions::automatic).
@@ -91,8 +92,11 @@ class LearningBudget {
   explicit LearningBudget(double max_cpu_share = kDefaultShare,
                           double credit_ns = kDefaultCreditNs);
 
-  void set_share(double share) { share_ = share; }
-  double share() const { return share_; }
+  // Atomic: an install may set it while the measuring thread reads it.
+  void set_share(double share) {
+    share_.store(share, std::memory_order_relaxed);
+  }
+  double share() const { return share_.load(std::memory_order_relaxed); }
   // Whether a sample expected to cost `expected_ns` fits now, the process
   // having used `process_ns` of CPU in all.
   bool Fits(double process_ns, double expected_ns) const;
@@ -104,7 +108,7 @@ class LearningBudget {
   void LearnSampleCost(double ns);
 
  private:
-  double share_;
+  std::atomic<double> share_;
   const double credit_ns_;
   std::atomic<uint64_t> spent_ns_{0};
   double expected_ns_ = 0;  // no guess before the first sample: the credit

@@ -14,6 +14,7 @@
 #include "arenarpc/grpc/install.h"
 #include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/stream.h"
+#include "arenarpc/grpc/streaming.h"
 #include "arenarpc/internal/striped_counter.h"
 #include "arenarpc/metrics.h"
 #include "arenarpc/page_pool.h"
@@ -340,6 +341,27 @@ std::string RenderPrometheusStats() {
         st.live_messages);
   w.One("arenarpc_grpc_stream_live_generations", "gauge",
         "StreamArena generations holding an arena now.", st.live_generations);
+  // StreamMessages (streaming.h).
+  const StreamTotals sm = GetStreamTotals();
+  w.One("arenarpc_grpc_streaming_streams", "gauge",
+        "StreamMessages alive (a stream's direction each).", sm.streams);
+  w.One("arenarpc_grpc_streaming_streams_total", "counter",
+        "StreamMessages made.", sm.streams_opened);
+  w.Family("arenarpc_grpc_streaming_messages_total", "counter",
+           "Streamed messages handed out, by the mode each ran in.");
+  for (int m = 0; m < kNumAllocationModes; ++m) {
+    w.Sample("arenarpc_grpc_streaming_messages_total", ModeLabel(m),
+             sm.messages[m]);
+  }
+  w.One("arenarpc_grpc_streaming_live_messages", "gauge",
+        "Streamed messages handed out and not yet released.", sm.live_messages);
+  w.One("arenarpc_grpc_streaming_arena_resets_total", "counter",
+        "Arena messages of streams released (their pages recycled).",
+        sm.arena_resets);
+  w.One("arenarpc_grpc_streaming_arena_bytes_total", "counter",
+        "Arena bytes of released stream messages, summed.", sm.arena_bytes);
+  w.One("arenarpc_grpc_streaming_sampled_total", "counter",
+        "Streamed messages measured (kAuto, shadow).", sm.sampled);
   if (!gs.methods.empty()) {
     w.Family("arenarpc_grpc_method_mode", "gauge",
              "1 per served method: its API, installed mode and the mode its "

@@ -1,8 +1,10 @@
 #include "arenarpc/grpc/stream.h"
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 
+#include "arenarpc/grpc/streaming.h"
 #include "arenarpc/internal/striped_counter.h"
 
 namespace arenarpc {
@@ -125,6 +127,66 @@ void StreamArena::Unref(StreamGeneration* generation) {
 StreamArenaStats StreamArena::Stats() const {
   internal::MutexLock lock(&mu_);
   return stats_;
+}
+
+// --- StreamMessages (streaming.h) ---
+
+namespace {
+
+struct MessagesTotals {
+  internal::StripedCounter streams;
+  internal::StripedCounter streams_opened;
+  std::array<internal::StripedCounter, kNumAllocationModes> messages;
+  internal::StripedCounter live_messages;
+  internal::StripedCounter arena_resets;
+  internal::StripedCounter arena_bytes;
+  internal::StripedCounter sampled;
+};
+
+MessagesTotals& GetMessagesTotals() {
+  static MessagesTotals* const totals = new MessagesTotals();  // never dies
+  return *totals;
+}
+
+}  // namespace
+
+namespace internal {
+
+void RecordStreamOpen() {
+  GetMessagesTotals().streams.Add(1);
+  GetMessagesTotals().streams_opened.Add(1);
+}
+void RecordStreamClose() { GetMessagesTotals().streams.Add(-1); }
+void RecordStreamMessage(AllocationMode mode) {
+  GetMessagesTotals().messages[static_cast<int>(mode)].Add(1);
+  GetMessagesTotals().live_messages.Add(1);
+}
+void RecordStreamRelease(AllocationMode mode, uint64_t arena_bytes,
+                         bool sampled) {
+  MessagesTotals& t = GetMessagesTotals();
+  t.live_messages.Add(-1);
+  if (mode == AllocationMode::kArena) {
+    t.arena_resets.Add(1);
+    t.arena_bytes.Add(static_cast<int64_t>(arena_bytes));
+  }
+  if (sampled) t.sampled.Add(1);
+}
+
+}  // namespace internal
+
+StreamTotals GetStreamTotals() {
+  const MessagesTotals& t = GetMessagesTotals();
+  StreamTotals s;
+  s.streams = Read(t.streams);
+  s.streams_opened = Read(t.streams_opened);
+  for (int i = 0; i < kNumAllocationModes; ++i) {
+    s.messages[i] = Read(t.messages[i]);
+  }
+  s.live_messages = Read(t.live_messages);
+  s.arena_resets = Read(t.arena_resets);
+  s.arena_bytes = Read(t.arena_bytes);
+  s.sampled = Read(t.sampled);
+  return s;
 }
 
 }  // namespace arenarpc

@@ -23,6 +23,7 @@
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/grpc/stream.h"
+#include "arenarpc/grpc/streaming.h"
 #include "grpc/grpc_test_util.h"
 #include "test_util.h"
 
@@ -223,6 +224,54 @@ TEST(StreamArenaConcurrencyTest, MessagesMadeAndDroppedOnTwoThreads) {
   EXPECT_EQ(s.messages, 2u * kMessages);
   EXPECT_EQ(s.live_messages, 0u);
   EXPECT_GT(s.generations, 1u);
+}
+
+// A callback reactor's StreamMessages: each Next() may run on another
+// thread than the last (gRPC runs OnReadDone wherever the read completed),
+// handed over as gRPC does; a second stream writes at the same time. Every
+// mode, the shared pools and totals touched from both threads.
+TEST(StreamMessagesConcurrencyTest, NextAlternatesThreads) {
+  for (AllocationMode mode : {AllocationMode::kHeap, AllocationMode::kArena,
+                              AllocationMode::kReuse, AllocationMode::kAuto}) {
+    StreamMethod<Record, Record> method("test.Stream/Chat", mode);
+    StreamMessages<Record> in = method.Requests();
+    StreamMessages<Record> out = method.Responses();
+    Queue<int> to_a;
+    Queue<int> to_b;
+    std::atomic<int> bad{0};
+    constexpr int kMessages = 1000;
+    auto read = [&](int i) {
+      if (!in.Next()->ParseFromString(SerializedRecord(i))) bad.fetch_add(1);
+    };
+    std::thread a([&] {
+      while (std::optional<int> i = to_a.Pop()) {
+        read(*i);
+        to_b.Push(*i);  // OnReadDone, on thread b
+      }
+      to_b.Close();
+    });
+    std::thread b([&] {
+      int i = 0;
+      to_a.Push(i);
+      while (i < kMessages) {
+        if (!to_b.Pop().has_value()) break;
+        if (in->stamp() != i) bad.fetch_add(1);
+        if (++i < kMessages) to_a.Push(i);  // the next read, on thread a
+      }
+      to_a.Close();
+    });
+    std::thread w([&] {
+      for (int i = 0; i < kMessages; ++i) out.Next()->set_stamp(i);
+      out.Release();
+    });
+    b.join();
+    a.join();
+    w.join();
+    in.Release();
+    EXPECT_EQ(bad.load(), 0) << AllocationModeName(mode);
+    EXPECT_EQ(in.messages(), uint64_t{kMessages});
+    EXPECT_EQ(GetStreamTotals().live_messages, 0u);
+  }
 }
 
 }  // namespace

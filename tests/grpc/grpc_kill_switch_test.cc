@@ -6,6 +6,7 @@
 
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
+#include "arenarpc/grpc/streaming.h"
 #include "echo_service.h"
 #include "grpc/grpc_test_util.h"
 
@@ -28,6 +29,23 @@ TEST(KillSwitchTest, EnvironmentTurnsEveryModeIntoHeap) {
     EXPECT_EQ(holder->request()->GetArena(), nullptr);
     holder->FreeRequest();
     holder->Release();
+  }
+}
+
+// Streaming methods too: every mode's streams hand out heap messages.
+TEST(KillSwitchTest, StreamsAreServedFromTheHeap) {
+  for (AllocationMode m : {AllocationMode::kArena, AllocationMode::kReuse,
+                           AllocationMode::kAuto}) {
+    StreamMethod<echo::EchoRequest, echo::EchoResponse> method(
+        "arenarpc.echo.EchoService/EchoStream", m);
+    EXPECT_EQ(method.report().mode, AllocationMode::kHeap);
+    StreamMessages<echo::EchoRequest> in = method.Requests();
+    StreamMessages<echo::EchoResponse> out = method.Responses();
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(in.Next()->GetArena(), nullptr);
+      EXPECT_EQ(out.Next()->GetArena(), nullptr);
+      EXPECT_EQ(in.mode(), AllocationMode::kHeap);
+    }
   }
 }
 

@@ -84,6 +84,18 @@ inline grpc::Status CallWithBytes(const std::shared_ptr<grpc::Channel>& channel,
   return done.get_future().get();
 }
 
+// A channel to `target` with a connection of its own (not shared with other
+// channels), taking messages up to 64 MiB.
+inline std::shared_ptr<grpc::Channel> NewTestChannel(
+    const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(64 << 20);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
 // Echo server on 127.0.0.1, a free port, with `options` (or a mode)
 // installed on the service of `api` (callback: EchoServiceImpl, sync:
 // EchoSyncServiceImpl).
@@ -126,13 +138,7 @@ class EchoServer {
   ServerApi api() const { return api_; }
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
   std::shared_ptr<grpc::Channel> NewChannel() const {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(64 << 20);
-    args.SetMaxSendMessageSize(64 << 20);
-    // A connection of its own (not shared with other channels).
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    return grpc::CreateCustomChannel(target(),
-                                     grpc::InsecureChannelCredentials(), args);
+    return NewTestChannel(target());
   }
 
   const echo::EchoSyncServiceImpl& sync_service() const {

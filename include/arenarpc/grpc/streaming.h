@@ -1,0 +1,326 @@
+// Pooled messages for streaming methods (server-, client- and
+// bidi-streaming; sync and callback API), with the unary path's modes,
+// auto, stats and kill switch, and memory bounded by one message per
+// direction however long the stream.
+//
+//   // Once per method, before the server starts (reported like an install):
+//   arenarpc::StreamMethod<Point, RouteSummary> record(
+//       "routeguide.RouteGuide/RecordRoute", arenarpc::AllocationMode::kAuto);
+//
+//   // Sync API (gRPC's route_guide), client-streaming: one line changes.
+//   grpc::Status RecordRoute(grpc::ServerContext*,
+//                            grpc::ServerReader<Point>* reader,
+//                            RouteSummary* summary) override {
+//     arenarpc::StreamMessages<Point> points = record.Requests();
+//     while (reader->Read(points.Next())) Visit(*points);   // was &point
+//     ...
+//   }
+//   // Server-streaming writes the same way:
+//   //   auto out = method.Responses();
+//   //   Feature* f = out.Next(); Fill(f); writer->Write(*f);
+//
+//   // Callback API: the reactor owns the StreamMessages; OnDone ends them.
+//   class Reader : public grpc::ServerReadReactor<Point> {
+//     Reader() : points_(record.Requests()) { StartRead(points_.Next()); }
+//     void OnReadDone(bool ok) override {
+//       if (!ok) return Finish(grpc::Status::OK);
+//       Visit(*points_);
+//       StartRead(points_.Next());     // the previous point is released
+//     }
+//     void OnDone() override { delete this; }
+//     arenarpc::StreamMessages<Point> points_;
+//   };
+//
+// Each Next() releases the previous message and hands out a fresh one in the
+// method's mode; gRPC's Read parses into it in place, Write serializes from
+// it. So a stream holds at most one message per StreamMessages, whatever
+// its length:
+//   heap   gRPC's default for a stream (route_guide's loop): one heap
+//          message per StreamMessages, cleared and parsed into again; it
+//          keeps the capacity of the largest message seen, and Clear()
+//          frees what it drops, so nothing piles up (counted);
+//   arena  each message on its own pooled ScopedArena, released at the next
+//          Next(): one arena's pages reused message after message (a single
+//          arena message parsed into again would grow: what Clear() drops
+//          stays on its arena until the arena goes);
+//   reuse  a PooledMessage from SharedMessagePool<T> (the unary reuse
+//          mode's pool) per message: returned at the next Next() with the
+//          pool's growth, garbage and age guards, so capacity follows
+//          recent messages and the per-thread cache hands the same instance
+//          back;
+//   auto   kAuto's chooser, per method: a sampled message of the stream
+//          (either direction) is serialized when released and parsed again
+//          in each mode on the measuring thread, within the same CPU budget
+//          as unary methods; each Next() uses the current pick. The
+//          method's costs are in GetGrpcStats().auto_methods under its name.
+// The kill switch (grpc/allocation_mode.h) makes every mode heap; over
+// ServerOptions::max_pooled_bytes a message is a heap one.
+//
+// gRPC allocates a server-streaming method's request and a client-streaming
+// method's response itself (no hook): only the streamed messages are served.
+//
+// Thread safety: StreamMethod is thread-safe (Requests()/Responses() from
+// any thread). A StreamMessages is used by one thread at a time: for a
+// callback reactor that holds, since gRPC runs OnReadDone (OnWriteDone) after
+// the read (write) it completes, possibly on another thread; give reads and
+// writes a StreamMessages each (a bidi reactor reads and writes at once).
+// Lifetime: a message lives until the next Next(), Release() or the
+// StreamMessages' destruction; the message passed to StartRead/StartWrite
+// must not be replaced before OnReadDone/OnWriteDone. A callback reactor's
+// StreamMessages die with it in OnDone, which gRPC calls after the last
+// read and write. A StreamMethod must outlive its streams (declare it next
+// to the service); its measuring state is process-wide and never destroyed.
+#ifndef ARENARPC_GRPC_STREAMING_H_
+#define ARENARPC_GRPC_STREAMING_H_
+
+#include <google/protobuf/message.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "arenarpc/arena.h"
+#include "arenarpc/grpc/install.h"
+#include "arenarpc/grpc/server.h"
+#include "arenarpc/internal/mutex.h"
+#include "arenarpc/message_pool.h"
+
+namespace arenarpc {
+
+// Every StreamMessages of the process summed (GetStreamTotals();
+// RenderPrometheusStats() exports it as arenarpc_grpc_streaming_*).
+// Thread-safe; read without stopping the streams.
+struct StreamTotals {
+  uint64_t streams = 0;         // StreamMessages alive now
+  uint64_t streams_opened = 0;  // made so far
+  // Messages handed out by Next(), by the mode each ran in.
+  std::array<uint64_t, kNumAllocationModes> messages = {};
+  uint64_t live_messages = 0;  // handed out, not yet released
+  uint64_t arena_resets = 0;   // arena messages released (pages recycled)
+  uint64_t arena_bytes = 0;    // their arenas' bytes, summed
+  uint64_t sampled = 0;        // messages measured (kAuto, shadow)
+};
+StreamTotals GetStreamTotals();
+
+namespace internal {
+void RecordStreamOpen();
+void RecordStreamClose();
+void RecordStreamMessage(AllocationMode mode);
+void RecordStreamRelease(AllocationMode mode, uint64_t arena_bytes,
+                         bool sampled);
+
+// The meter of stream method `name` (kAuto or shadow measurement), one per
+// name and mode, never destroyed; nullptr for a fixed mode.
+template <class Req, class Resp>
+MethodMeter* StreamMeterFor(const ServerOptions& options,
+                            std::string_view name) {
+  const AllocationMode mode = EffectiveAllocationMode(options.mode);
+  if ((mode != AllocationMode::kAuto && options.shadow.sample_one_in <= 0) ||
+      ArenasDisabled()) {
+    return nullptr;
+  }
+  static Mutex mu;
+  static auto* const meters ABSL_PT_GUARDED_BY(mu) =
+      new std::map<std::pair<std::string, AllocationMode>, MethodMeter*>();
+  MutexLock lock(&mu);
+  MethodMeter*& meter = (*meters)[{std::string(name), mode}];
+  if (meter == nullptr) {
+    meter = new MethodMeter(std::string(name), mode, options.shadow,
+                            &Req::default_instance(), &Resp::default_instance(),
+                            options.automatic);
+  }
+  return meter;
+}
+}  // namespace internal
+
+// One stream's messages in one direction. Move-only (moving keeps the
+// current message where it is; do not move while a read or write into it is
+// in flight).
+template <class T>
+class StreamMessages {
+ public:
+  StreamMessages(StreamMessages&& o) noexcept
+      : meter_(o.meter_),
+        empty_response_(o.empty_response_),
+        mode_(o.mode_),
+        running_(o.running_),
+        sampled_(std::exchange(o.sampled_, false)),
+        message_(std::exchange(o.message_, nullptr)),
+        arena_(std::move(o.arena_)),
+        pooled_(std::move(o.pooled_)),
+        heap_(std::move(o.heap_)),
+        messages_(o.messages_),
+        peak_arena_bytes_(o.peak_arena_bytes_) {
+    o.arena_.reset();
+    internal::RecordStreamOpen();
+  }
+  StreamMessages& operator=(StreamMessages&&) = delete;
+  StreamMessages(const StreamMessages&) = delete;
+  StreamMessages& operator=(const StreamMessages&) = delete;
+  ~StreamMessages() {
+    Release();
+    internal::RecordStreamClose();
+  }
+
+  // Releases the current message and returns a fresh, empty one: the
+  // pointer to pass to Read/StartRead, or to fill and Write/StartWrite.
+  T* Next() {
+    Release();
+    mode_ = meter_ != nullptr ? meter_->mode() : mode_;
+    if (mode_ != AllocationMode::kHeap && internal::OverPooledCap()) {
+      running_ = AllocationMode::kHeap;
+    } else {
+      running_ = mode_;
+    }
+    sampled_ = meter_ != nullptr && meter_->ShouldSample();
+    switch (running_) {
+      case AllocationMode::kArena:
+        arena_.emplace();
+        message_ = arena_->template Create<T>();
+        break;
+      case AllocationMode::kReuse:
+        pooled_ = SharedMessagePool<T>().Acquire();
+        message_ = pooled_.get();
+        break;
+      default:
+        // gRPC's own way for a stream: one message, cleared and parsed
+        // into again (heap: Clear() frees what it drops, nothing piles up).
+        if (heap_ == nullptr) {
+          heap_ = std::make_unique<T>();
+        } else {
+          heap_->Clear();
+        }
+        message_ = heap_.get();
+        break;
+    }
+    if (running_ != AllocationMode::kHeap) heap_.reset();
+    internal::RecordStreamMessage(running_);
+    ++messages_;
+    return message_;
+  }
+
+  // Releases the current message now (e.g. before a long wait; heap mode
+  // keeps its one message for the next Next()); get() is null until then.
+  void Release() {
+    if (message_ == nullptr) return;
+    if (sampled_) Sample();
+    uint64_t bytes = 0;
+    switch (running_) {
+      case AllocationMode::kArena:
+        bytes = arena_->SpaceAllocated();
+        if (bytes > peak_arena_bytes_) peak_arena_bytes_ = bytes;
+        arena_.reset();  // pages back to the pool
+        break;
+      case AllocationMode::kReuse:
+        pooled_.reset();  // cleared into its pool, guards applied
+        break;
+      default:
+        break;  // kept for the next message, as gRPC's own loop keeps it
+    }
+    internal::RecordStreamRelease(running_, bytes, sampled_);
+    message_ = nullptr;
+    sampled_ = false;
+  }
+
+  T* get() const { return message_; }
+  T* operator->() const { return message_; }
+  T& operator*() const { return *message_; }
+
+  // This stream's messages so far, and the largest arena one took (arena
+  // mode): what bounds its memory.
+  uint64_t messages() const { return messages_; }
+  uint64_t peak_arena_bytes() const { return peak_arena_bytes_; }
+  // The mode the current (or last) message ran in.
+  AllocationMode mode() const { return running_; }
+
+ private:
+  template <class Req, class Resp>
+  friend class StreamMethod;
+  // `empty_response`: the method's response prototype when these are its
+  // requests (a sample is a request with an empty response), else null.
+  StreamMessages(AllocationMode mode, internal::MethodMeter* meter,
+                 const google::protobuf::Message* empty_response)
+      : meter_(meter),
+        empty_response_(empty_response),
+        mode_(mode),
+        running_(mode) {
+    internal::RecordStreamOpen();
+  }
+
+  // kAuto / shadow: the message's bytes go to the measuring thread, as the
+  // request or the response of a call of the method.
+  void Sample() {
+    const double start = internal::MethodMeter::ThreadCpuNs();
+    std::string bytes = message_->SerializeAsString();
+    const double cpu = internal::MethodMeter::ThreadCpuNs() - start;
+    if (empty_response_ != nullptr) {
+      meter_->Submit(std::move(bytes), *empty_response_, cpu);
+    } else {
+      meter_->Submit(std::string(), *message_, cpu);
+    }
+  }
+
+  internal::MethodMeter* meter_;
+  const google::protobuf::Message* empty_response_;
+  AllocationMode mode_;     // installed (kAuto: the last pick)
+  AllocationMode running_;  // of the current message
+  bool sampled_ = false;
+  T* message_ = nullptr;
+  std::optional<ScopedArena> arena_;
+  PooledMessage<T> pooled_;
+  std::unique_ptr<T> heap_;
+  uint64_t messages_ = 0;
+  uint64_t peak_arena_bytes_ = 0;
+};
+
+// A streaming method: where its streams' messages come from. Constructing
+// it is the method's install: listed in GetGrpcStats().methods and
+// reported by report() (unary = false).
+template <class Req, class Resp>
+class StreamMethod {
+ public:
+  static_assert(std::is_base_of_v<google::protobuf::Message, Req> &&
+                    std::is_base_of_v<google::protobuf::Message, Resp>,
+                "arenarpc's streams need full (non-lite) messages");
+  // `method`: "pkg.Service/Method", the method's gRPC name; `api`: how the
+  // service implements it (for stats).
+  StreamMethod(std::string_view method, const ServerOptions& options,
+               ServerApi api = ServerApi::kSync)
+      : mode_(EffectiveAllocationMode(options.mode)),
+        meter_(internal::StreamMeterFor<Req, Resp>(options, method)) {
+    internal::ApplyServerLimits(options);
+    report_ = internal::Served(method, api, mode_, meter_);
+    report_.unary = false;
+  }
+  StreamMethod(std::string_view method, AllocationMode mode,
+               ServerApi api = ServerApi::kSync)
+      : StreamMethod(method, ServerOptions(mode), api) {}
+  StreamMethod(const StreamMethod&) = delete;
+  StreamMethod& operator=(const StreamMethod&) = delete;
+
+  // A stream's incoming (client-/bidi-streaming) messages.
+  StreamMessages<Req> Requests() const {
+    return StreamMessages<Req>(mode_, meter_, &Resp::default_instance());
+  }
+  // A stream's outgoing (server-/bidi-streaming) messages.
+  StreamMessages<Resp> Responses() const {
+    return StreamMessages<Resp>(mode_, meter_, nullptr);
+  }
+  const MethodInstall& report() const { return report_; }
+
+ private:
+  const AllocationMode mode_;
+  internal::MethodMeter* const meter_;
+  MethodInstall report_;
+};
+
+}  // namespace arenarpc
+
+#endif  // ARENARPC_GRPC_STREAMING_H_
