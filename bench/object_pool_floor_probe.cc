@@ -172,8 +172,8 @@ int main(int argc, char** argv) {
   const int objects = argc > 1 ? std::atoi(argv[1]) : 100000;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 11;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 30;
-  const char* names[] = {"reg-vec",       "mem-vec",       "memreg-vec",
-                         "topreg-vec",    "reg-blocks",    "mem-blocks",
+  const char* names[] = {"reg-vec",       "mem-vec",      "memreg-vec",
+                         "topreg-vec",    "reg-blocks",   "mem-blocks",
                          "memreg-blocks", "topreg-blocks"};
   constexpr int kModes = 8;
   std::vector<double> ns[kModes];

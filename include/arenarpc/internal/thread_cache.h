@@ -34,9 +34,9 @@ namespace arenarpc::internal {
 struct Magazine;  // FixedPool's: an array of slot pointers
 
 struct alignas(64) ThreadCache {
-  std::atomic<void**> top{nullptr};   // past the loaded magazine's last slot
-  std::atomic<void**> base{nullptr};  // loaded->items; null while detached
-  void** limit = nullptr;             // base + magazine size
+  std::atomic<void**> top{nullptr};     // past the loaded magazine's last slot
+  std::atomic<void**> base{nullptr};    // loaded->items; null while detached
+  void** limit = nullptr;               // base + magazine size
   std::atomic<uint32_t> prev_count{0};  // pointers in `previous`
   uint32_t home = 0;                    // depot shard
   Magazine* loaded = nullptr;           // nullptr while detached
@@ -81,8 +81,10 @@ struct alignas(64) ThreadCache {
   // Any thread: slots in the loaded magazine, or 0 if the two pointers were
   // read across a swap (they then belong to different magazines).
   uint32_t CountForStats(uint32_t capacity) const {
-    const auto t = reinterpret_cast<uintptr_t>(top.load(std::memory_order_relaxed));
-    const auto b = reinterpret_cast<uintptr_t>(base.load(std::memory_order_relaxed));
+    const auto t =
+        reinterpret_cast<uintptr_t>(top.load(std::memory_order_relaxed));
+    const auto b =
+        reinterpret_cast<uintptr_t>(base.load(std::memory_order_relaxed));
     const uintptr_t n = (t - b) / sizeof(void*);
     return t >= b && n <= capacity ? static_cast<uint32_t>(n) : 0;
   }
