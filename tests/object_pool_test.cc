@@ -262,6 +262,33 @@ TEST(ObjectPoolTest, StatsAddUp) {
   for (int i = 60; i < 100; ++i) pool.Delete(objects[i]);
 }
 
+// A thread cache keeps no count: Stats() derives it from the stack pointers,
+// which another thread may read across a magazine swap (`top` of the new
+// magazine, `base` of the old). Such a pair must count as empty, never as a
+// huge or negative number of cached objects.
+TEST(ObjectPoolTest, CacheCountIsDerivedFromThePointers) {
+  void* buf[16] = {};
+  void** items = buf + 4;  // a magazine of 8
+  void* other[8] = {};
+  internal::ThreadCache c;
+  EXPECT_EQ(c.CountForStats(8), 0u);  // detached
+  c.Load(items, 3, 8);
+  EXPECT_EQ(c.count(), 3u);
+  EXPECT_EQ(c.CountForStats(8), 3u);
+  c.Push(&other[0]);
+  EXPECT_EQ(c.CountForStats(8), 4u);
+  // Torn reads: `top` of another magazine, above or below `base`.
+  c.top.store(other + 2, std::memory_order_relaxed);
+  EXPECT_EQ(c.CountForStats(8), 0u);  // disjoint arrays: never 0..8 apart
+  c.top.store(buf + 1, std::memory_order_relaxed);
+  EXPECT_EQ(c.CountForStats(8), 0u);
+  c.top.store(buf + 13, std::memory_order_relaxed);  // 9 above base
+  EXPECT_EQ(c.CountForStats(8), 0u);
+  c.Load(nullptr, 0, 0);
+  EXPECT_EQ(c.Pop(), nullptr);  // detached: empty and full
+  EXPECT_FALSE(c.Push(&other[1]));
+}
+
 TEST(ObjectPoolTest, TrimUnmapsFullyFreeBlocks) {
   ObjectPool<Payload> pool;
   const size_t per_block = pool.objects_per_block();

@@ -60,6 +60,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--size", default="64")
+    ap.add_argument("--objects", type=int, default=100000, help="per thread (time mode)")
     ap.add_argument("--prodcons-objects", type=int, default=2_000_000)
     ap.add_argument("--raw", default=os.devnull)
     args = ap.parse_args()
@@ -67,7 +68,7 @@ def main():
     chosen = [(name, *table[name]) for name in args.variants.split(",")]
     if args.mode == "time":
         configs = [[f"--threads={args.threads}", f"--rounds={args.rounds}",
-                    f"--size={args.size}"]]
+                    f"--size={args.size}", f"--objects={args.objects}"]]
     else:
         configs = [["--mode=prodcons", f"--objects={args.prodcons_objects}",
                     f"--producers={p}", f"--consumers={c}"]
@@ -95,7 +96,7 @@ def main():
     med = statistics.median
     if args.mode == "time":
         cols = args.threads.split(",")
-        print(f"# {args.reps} reps, {args.rounds} rounds, {args.size} B, 100000 objects "
+        print(f"# {args.reps} reps, {args.rounds} rounds, {args.size} B, {args.objects} objects "
               "per thread; medians, ns per alloc+free pair (wall / CPU); ratio to the "
               "floor if measured")
         print("| variant | " + " | ".join(

@@ -284,10 +284,8 @@ ThreadCache* FixedPool::Attach(ThreadCache* c) {
     c->loaded = loaded;
     c->previous = previous;
   }
-  c->items = c->loaded->items;
-  c->count.store(0, std::memory_order_relaxed);
+  c->Load(c->loaded->items, 0, magazine_size_);
   c->prev_count.store(0, std::memory_order_relaxed);
-  c->capacity = magazine_size_;
   if (!ThreadSlots::Set(key_, c)) {  // the thread is exiting: go uncached
     Detach(c);
     return nullptr;
@@ -301,8 +299,7 @@ void FixedPool::Detach(ThreadCache* c) {
   {
     Shard& sh = shards_[c->home];
     MutexLock lock(&sh.mu);
-    PutItemsLocked(sh, c->loaded->items,
-                   c->count.load(std::memory_order_relaxed));
+    PutItemsLocked(sh, c->loaded->items, c->count());
     PutItemsLocked(sh, c->previous->items,
                    c->prev_count.load(std::memory_order_relaxed));
     FreeMagazineLocked(sh, c->loaded);
@@ -314,10 +311,8 @@ void FixedPool::Detach(ThreadCache* c) {
   }
   // Back to the constant-initialised state: the next use takes the slow
   // path, whose Attach fails on an exiting thread (uncached from then on).
-  c->count.store(0, std::memory_order_relaxed);
+  c->Load(nullptr, 0, 0);
   c->prev_count.store(0, std::memory_order_relaxed);
-  c->capacity = 0;
-  c->items = nullptr;
   c->loaded = nullptr;
   c->previous = nullptr;
 }
@@ -357,7 +352,7 @@ void* FixedPool::AllocateSlow(ThreadCache* c) {
     }
     return p;
   }
-  uint32_t n = c->count.load(std::memory_order_relaxed);
+  uint32_t n = c->count();
   if (n == 0) {
     const uint32_t prev = c->prev_count.load(std::memory_order_relaxed);
     if (prev > 0) {  // the previous magazine still has slots: swap
@@ -373,10 +368,9 @@ void* FixedPool::AllocateSlow(ThreadCache* c) {
       n = static_cast<uint32_t>(CarveLocked(c->loaded->items, magazine_size_));
       if (n == 0) return nullptr;
     }
-    c->items = c->loaded->items;
   }
-  p = c->items[n - 1];
-  c->count.store(n - 1, std::memory_order_relaxed);
+  p = c->loaded->items[n - 1];
+  c->Load(c->loaded->items, n - 1, magazine_size_);
   return p;
 }
 
@@ -389,7 +383,7 @@ void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
     PutItemsLocked(sh, &p, 1);
     return;
   }
-  uint32_t n = c->count.load(std::memory_order_relaxed);
+  uint32_t n = c->count();
   if (n == magazine_size_) {
     const uint32_t prev = c->prev_count.load(std::memory_order_relaxed);
     if (prev < magazine_size_) {  // room in the previous magazine: swap
@@ -413,10 +407,9 @@ void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
       c->loaded = fresh;
       n = 0;
     }
-    c->items = c->loaded->items;
   }
-  c->items[n] = p;
-  c->count.store(n + 1, std::memory_order_relaxed);
+  c->loaded->items[n] = p;
+  c->Load(c->loaded->items, n + 1, magazine_size_);
 }
 
 void FixedPool::FlushThreadCache() {
@@ -425,11 +418,10 @@ void FixedPool::FlushThreadCache() {
   if (c == nullptr) return;
   Shard& sh = shards_[c->home];
   MutexLock lock(&sh.mu);
-  PutItemsLocked(sh, c->loaded->items,
-                 c->count.load(std::memory_order_relaxed));
+  PutItemsLocked(sh, c->loaded->items, c->count());
   PutItemsLocked(sh, c->previous->items,
                  c->prev_count.load(std::memory_order_relaxed));
-  c->count.store(0, std::memory_order_relaxed);
+  c->Load(c->loaded->items, 0, magazine_size_);
   c->prev_count.store(0, std::memory_order_relaxed);
 }
 
@@ -522,7 +514,7 @@ FixedPoolStats FixedPool::Stats() const {
   MutexLock lock(&mu_);
   uint64_t in_threads = 0;
   for (const ThreadCache* c : caches_) {
-    in_threads += c->count.load(std::memory_order_relaxed) +
+    in_threads += c->CountForStats(magazine_size_) +
                   c->prev_count.load(std::memory_order_relaxed);
   }
   s.cached_in_depot = in_depot;
