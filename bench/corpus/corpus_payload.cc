@@ -32,6 +32,9 @@ ABSL_FLAG(std::string, service, "", "corpus service name (see --list)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the deterministic mix");
 ABSL_FLAG(int, count, 100, "number of requests to write");
 ABSL_FLAG(std::string, out, "", "output directory (created if missing)");
+ABSL_FLAG(bool, print_response_sizes, false,
+          "print \"response <file> <bytes>\": what the service answers to "
+          "each request written");
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
@@ -103,6 +106,10 @@ int main(int argc, char** argv) {
     if (!request->ParseFromString(bytes)) return 1;
     service->respond(*request, response.get());
     response_sizes.push_back(response->ByteSizeLong());
+    if (absl::GetFlag(FLAGS_print_response_sizes)) {
+      std::printf("response %s_%04zu.bin %zu\n", name.c_str(),
+                  response_sizes.size() - 1, response_sizes.back());
+    }
   }
   std::sort(response_sizes.begin(), response_sizes.end());
   std::sort(sizes.begin(), sizes.end());

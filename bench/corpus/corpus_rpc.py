@@ -68,12 +68,14 @@ def payload(build, name, outdir):
     """The service's typical request: the median-size one of its mix."""
     d = os.path.join(outdir, "payload_" + name)
     os.makedirs(d, exist_ok=True)
-    subprocess.run([os.path.join(build, "bench", "corpus", "arenarpc_corpus_payload"),
-                    f"--service={name}", "--seed=1", "--count=100", f"--out={d}"],
-                   check=True, capture_output=True)
+    out = subprocess.run([os.path.join(build, "bench", "corpus", "arenarpc_corpus_payload"),
+                          f"--service={name}", "--seed=1", "--count=100", f"--out={d}",
+                          "--print_response_sizes"],
+                         check=True, capture_output=True, text=True).stdout
+    response_bytes = {l.split()[1]: int(l.split()[2]) for l in out.splitlines() if l.startswith("response ")}
     files = sorted((os.path.getsize(os.path.join(d, f)), f) for f in os.listdir(d) if f.endswith(".bin"))
     size, f = files[len(files) // 2]
-    return os.path.join(d, f), size
+    return os.path.join(d, f), size, response_bytes.get(f, 0)
 
 
 def protoset(proto, outdir):
@@ -282,9 +284,11 @@ def main():
     runs = {}
     for rnd in range(args.rounds):
         for svc in svcs:
-            pf, size = payload(args.build, svc["name"], args.out)
+            pf, size, response_size = payload(args.build, svc["name"], args.out)
             pb = protoset(svc["proto"], args.out)
-            rps = rate_for(size)
+            # Large responses cost the load generator and the server as
+            # large requests do (etcd_range: 70 B asks for ~355 KB).
+            rps = rate_for(max(size, response_size))
             order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
             for config in order:
                 tag = f"{svc['name']}_{config.replace('+', '_')}_r{rnd}"
