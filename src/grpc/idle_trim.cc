@@ -17,7 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "arenarpc/arena.h"
 #include "arenarpc/grpc/internal/counters.h"
-#include "arenarpc/grpc/server.h"
+#include "arenarpc/grpc/server_options.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/internal/mutex.h"
 #include "arenarpc/page_pool.h"

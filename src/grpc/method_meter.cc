@@ -6,6 +6,8 @@
 // admits one learning sample at a time, at the call (so nothing is copied
 // for a sample the budget would refuse); shadow samples are checked
 // against the shadow share on this thread, as before.
+#include "arenarpc/grpc/internal/method_meter.h"
+
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -25,7 +27,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "arenarpc/cost_probe.h"
-#include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/internal/mutex.h"
 #include "arenarpc/mode_chooser.h"

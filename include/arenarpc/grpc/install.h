@@ -43,9 +43,9 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "arenarpc/grpc/allocators.h"
 #include "arenarpc/grpc/install_result.h"
 #include "arenarpc/grpc/internal/sync_handler.h"
-#include "arenarpc/grpc/server.h"
 #include "arenarpc/internal/mutex.h"
 
 namespace arenarpc {
@@ -69,7 +69,7 @@ AllocatorFor(const ServerOptions& options, std::string_view method) {
   ApplyServerLimits(options);
   if ((mode != AllocationMode::kAuto && options.shadow.sample_one_in <= 0) ||
       ArenasDisabled()) {
-    return {GetMessageAllocator<Req, Resp>(mode), nullptr};
+    return {DefaultMessageAllocator<Req, Resp>(mode), nullptr};
   }
   static Mutex mu;
   static auto* const allocators ABSL_PT_GUARDED_BY(mu) =

@@ -45,9 +45,9 @@
 #include <string_view>
 #include <vector>
 
-#include "arenarpc/grpc/allocation_mode.h"
 #include "arenarpc/grpc/install_result.h"
 #include "arenarpc/grpc/internal/counters.h"
+#include "arenarpc/grpc/kill_switch.h"
 #include "arenarpc/message_pool.h"
 #include "arenarpc/metrics.h"  // GetMessagePoolStats, RegisterMessagePoolStats
 

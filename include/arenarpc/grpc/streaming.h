@@ -43,7 +43,7 @@
 //          Next(): one arena's pages reused message after message (a single
 //          arena message parsed into again would grow: what Clear() drops
 //          stays on its arena until the arena goes);
-//   reuse  a PooledMessage from SharedMessagePool<T> (the unary reuse
+//   reuse  a PooledMessage from DefaultMessagePool<T> (the unary reuse
 //          mode's pool) per message: returned at the next Next() with the
 //          pool's growth, garbage and age guards, so capacity follows
 //          recent messages and the per-thread cache hands the same instance
@@ -53,7 +53,7 @@
 //          in each mode on the measuring thread, within the same CPU budget
 //          as unary methods; each Next() uses the current pick. The
 //          method's costs are in GetGrpcStats().auto_methods under its name.
-// The kill switch (grpc/allocation_mode.h) makes every mode heap; over
+// The kill switch (grpc/kill_switch.h) makes every mode heap; over
 // ServerOptions::max_pooled_bytes a message is a heap one.
 //
 // gRPC allocates a server-streaming method's request and a client-streaming
@@ -186,7 +186,7 @@ class StreamMessages {
         message_ = arena_->template Create<T>();
         break;
       case AllocationMode::kReuse:
-        pooled_ = SharedMessagePool<T>().Acquire();
+        pooled_ = DefaultMessagePool<T>().Acquire();
         message_ = pooled_.get();
         break;
       default:

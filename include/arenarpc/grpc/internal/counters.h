@@ -1,6 +1,6 @@
-// Internal: the counters the gRPC allocators' templates (server.h) feed and
-// stats.h reads, and the registry of pools they trim. Defined
-// in src/grpc/stats.cc and src/grpc/idle_trim.cc. Not a public API.
+// Internal: the counters the gRPC allocators' templates (allocators.h) feed
+// and stats.h reads, and the registry of pools they trim. Defined in
+// src/grpc/stats.cc and src/grpc/idle_trim.cc. Not a public API.
 //
 // Thread safety: every function may be called from any thread at any time.
 // Lifetime: a registered pool must never be destroyed.

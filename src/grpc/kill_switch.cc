@@ -1,8 +1,8 @@
+#include "arenarpc/grpc/kill_switch.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
-
-#include "arenarpc/grpc/allocation_mode.h"
 
 namespace arenarpc {
 

@@ -1,0 +1,231 @@
+// The allocation modes on gRPC: grpc::MessageAllocators that give each
+// unary call its request and response as heap objects, on pooled arenas,
+// reused from pools, or as kAuto picks. An install (arenarpc/grpc/install.h)
+// chooses among them from ServerOptions (arenarpc/grpc/server_options.h);
+// use them directly only where gRPC takes an allocator and no install
+// applies. Why it works this way: docs/GRPC.md, "Server allocators: design
+// notes".
+//
+//   // The process-wide allocator of a mode, kill switch applied:
+//   service.SetMessageAllocatorFor_Echo(
+//       arenarpc::DefaultMessageAllocator<EchoRequest, EchoResponse>(
+//           arenarpc::AllocationMode::kReuse));
+//
+//   // In a callback handler, optionally drop the request early (every
+//   // mode frees it):
+//   context->GetRpcAllocatorState()->FreeRequest();
+//
+// Modes (what a call's request and response are made of):
+//  - kHeap: plain heap objects, as gRPC does without an allocator (counted).
+//  - kArena: each on a pooled ScopedArena owned by the call; the arenas go
+//    back to the pool when the call is released (callback API: after the
+//    reactor's OnDone; sync API: once the response is sent).
+//  - kReuse: borrowed from process-wide MessagePool<T>s (DefaultMessagePool,
+//    one per message type) and returned cleared, the pool's guards applied.
+//  - kAuto: per method, one of the three above, picked by measuring a
+//    random few calls off the request path; starts on kArena. Choices and
+//    costs: GetGrpcStats().auto_methods and the Prometheus text.
+// Over ServerOptions::max_pooled_bytes, kArena and kReuse (and kAuto's
+// picks) serve heap messages instead. The kill switch
+// (arenarpc/grpc/kill_switch.h) turns every mode into kHeap.
+// FreeRequest(): kHeap destroys the request, kArena releases the request's
+// arena, kReuse returns the request to its pool. The handler must not touch
+// the request afterwards (gRPC's own default holder ignores FreeRequest;
+// ours do not).
+//
+// Thread safety: allocators are thread-safe (gRPC calls them concurrently);
+// a call's holder is used by one call at a time, as gRPC guarantees.
+// Lifetime: DefaultMessageAllocator()'s allocators and DefaultMessagePool()'s
+// pools are process-wide and never destroyed (gRPC requires allocators to
+// outlive the server). An install of kAuto, or with shadow measurement on,
+// makes one MeteredMessageAllocator per method and mode, also never
+// destroyed (install once per service, not once per call; installing the
+// same method and mode again reuses the first install's allocator, with its
+// shadow options). An allocator you make yourself must outlive the server.
+#ifndef ARENARPC_GRPC_ALLOCATORS_H_
+#define ARENARPC_GRPC_ALLOCATORS_H_
+
+#include <google/protobuf/message.h>
+#include <grpcpp/support/message_allocator.h>
+
+#include <chrono>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "arenarpc/allocation_mode.h"
+#include "arenarpc/grpc/internal/counters.h"
+#include "arenarpc/grpc/internal/holders.h"
+#include "arenarpc/grpc/internal/method_meter.h"
+#include "arenarpc/grpc/kill_switch.h"
+#include "arenarpc/grpc/server_options.h"
+#include "arenarpc/message_pool.h"
+#include "arenarpc/metrics.h"
+
+namespace arenarpc {
+
+namespace internal {
+template <class T>
+std::string MessageTypeName() {
+  return std::string(T::descriptor()->full_name());
+}
+// What names a method that was installed without its gRPC name.
+template <class Req, class Resp>
+std::string TypePairName() {
+  return MessageTypeName<Req>() + " -> " + MessageTypeName<Resp>();
+}
+}  // namespace internal
+
+// kReuse's pool of T, one per process (see "Lifetime" above); its stats
+// and trimming are registered on first use.
+template <class T>
+MessagePool<T>& DefaultMessagePool() {
+  static MessagePool<T>* const pool = [] {
+    auto* p = new MessagePool<T>();
+    internal::RegisterMessagePool(
+        internal::MessageTypeName<T>(), /*used_by_grpc=*/true,
+        [](const void* q) {
+          return static_cast<const MessagePool<T>*>(q)->Stats();
+        },
+        p);
+    internal::RegisterMessagePoolTrim(
+        [](void* q, std::chrono::milliseconds idle_for) {
+          static_cast<MessagePool<T>*>(q)->Trim();
+          static_cast<MessagePool<T>*>(q)->ReleaseIdleCaches(idle_for);
+        },
+        p);
+    return p;
+  }();
+  return *pool;
+}
+
+// kHeap (see "Modes" above).
+template <class Req, class Resp>
+class HeapMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
+ public:
+  ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
+    internal::RecordAllocate(AllocationMode::kHeap);
+    return new internal::HeapHolder<Req, Resp>(nullptr);
+  }
+};
+
+// kArena (see "Modes" above).
+template <class Req, class Resp>
+class ArenaMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
+ public:
+  ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
+    if (internal::OverPooledCap()) {
+      internal::RecordAllocate(AllocationMode::kHeap);
+      return new internal::HeapHolder<Req, Resp>(nullptr);
+    }
+    internal::RecordAllocate(AllocationMode::kArena);
+    return new internal::ArenaHolder<Req, Resp>(nullptr);
+  }
+};
+
+// kReuse (see "Modes" above).
+template <class Req, class Resp>
+class ReuseMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
+ public:
+  // Pools must outlive the allocator; by default the shared ones.
+  ReuseMessageAllocator(
+      MessagePool<Req>* requests = &DefaultMessagePool<Req>(),
+      MessagePool<Resp>* responses = &DefaultMessagePool<Resp>())
+      : requests_(requests), responses_(responses) {}
+
+  ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
+    if (internal::OverPooledCap()) {
+      internal::RecordAllocate(AllocationMode::kHeap);
+      return new internal::HeapHolder<Req, Resp>(nullptr);
+    }
+    internal::RecordAllocate(AllocationMode::kReuse);
+    return new internal::ReuseHolder<Req, Resp>(requests_->Acquire(),
+                                                responses_->Acquire(), nullptr);
+  }
+
+ private:
+  MessagePool<Req>* const requests_;
+  MessagePool<Resp>* const responses_;
+};
+
+// kAuto, or any mode with shadow measurement: each call in the meter's mode
+// (kAuto: the chooser's pick), a sampled few measured off the request path.
+template <class Req, class Resp>
+class MeteredMessageAllocator final
+    : public ::grpc::MessageAllocator<Req, Resp> {
+ public:
+  MeteredMessageAllocator(std::string name, const ServerOptions& options)
+      : meter_(std::move(name), options.mode, options.shadow,
+               &Req::default_instance(), &Resp::default_instance(),
+               options.automatic) {}
+
+  const internal::MethodMeter& meter() const { return meter_; }
+
+  ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
+    AllocationMode mode = meter_.mode();
+    if (mode != AllocationMode::kHeap && internal::OverPooledCap()) {
+      mode = AllocationMode::kHeap;
+    }
+    internal::MethodMeter* sampler = meter_.ShouldSample() ? &meter_ : nullptr;
+    internal::RecordAllocate(mode);
+    switch (mode) {
+      case AllocationMode::kArena:
+        return new internal::ArenaHolder<Req, Resp>(sampler);
+      case AllocationMode::kReuse:
+        return new internal::ReuseHolder<Req, Resp>(
+            DefaultMessagePool<Req>().Acquire(),
+            DefaultMessagePool<Resp>().Acquire(), sampler);
+      default:
+        return new internal::HeapHolder<Req, Resp>(sampler);
+    }
+  }
+
+ private:
+  internal::MethodMeter meter_;
+};
+
+// The process-wide allocator of `mode` (after the kill switch) for
+// Req/Resp (see "Lifetime" above).
+template <class Req, class Resp>
+::grpc::MessageAllocator<Req, Resp>* DefaultMessageAllocator(
+    AllocationMode mode) {
+  static_assert(std::is_base_of_v<google::protobuf::Message, Req> &&
+                    std::is_base_of_v<google::protobuf::Message, Resp>,
+                "arenarpc's allocators need full (non-lite) messages");
+  switch (EffectiveAllocationMode(mode)) {
+    case AllocationMode::kArena: {
+      static auto* const a = new ArenaMessageAllocator<Req, Resp>();
+      return a;
+    }
+    case AllocationMode::kReuse: {
+      static auto* const a = new ReuseMessageAllocator<Req, Resp>();
+      return a;
+    }
+    case AllocationMode::kAuto: {
+      static auto* const a = new MeteredMessageAllocator<Req, Resp>(
+          internal::TypePairName<Req, Resp>(),
+          ServerOptions(AllocationMode::kAuto));
+      return a;
+    }
+    case AllocationMode::kHeap:
+      break;
+  }
+  static auto* const a = new HeapMessageAllocator<Req, Resp>();
+  return a;
+}
+
+// Deprecated names, removed in the next release (docs/CONTRIBUTING.md,
+// "Names"): SharedMessagePool is DefaultMessagePool, GetMessageAllocator is
+// DefaultMessageAllocator.
+template <class T>
+MessagePool<T>& SharedMessagePool() {
+  return DefaultMessagePool<T>();
+}
+template <class Req, class Resp>
+::grpc::MessageAllocator<Req, Resp>* GetMessageAllocator(AllocationMode mode) {
+  return DefaultMessageAllocator<Req, Resp>(mode);
+}
+
+}  // namespace arenarpc
+
+#endif  // ARENARPC_GRPC_ALLOCATORS_H_

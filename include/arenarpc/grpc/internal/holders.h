@@ -1,0 +1,123 @@
+// Internal: what a call's request and response are made of in each mode,
+// as grpc::MessageHolders (gRPC calls AllocateMessages, then the handler,
+// then Release; FreeRequest in between if the handler drops the request
+// early). Not a public API; the allocators' templates
+// (arenarpc/grpc/allocators.h) make them.
+//
+// Thread safety: a holder is used by one call at a time, as gRPC
+// guarantees.
+// Lifetime: a holder deletes itself in Release().
+#ifndef ARENARPC_GRPC_INTERNAL_HOLDERS_H_
+#define ARENARPC_GRPC_INTERNAL_HOLDERS_H_
+
+#include <grpcpp/support/message_allocator.h>
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include "arenarpc/allocation_mode.h"
+#include "arenarpc/arena.h"
+#include "arenarpc/grpc/internal/counters.h"
+#include "arenarpc/grpc/internal/method_meter.h"
+#include "arenarpc/message_pool.h"
+
+namespace arenarpc::internal {
+
+// kHeap's holder: request and response inside it.
+template <class Req, class Resp>
+class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
+ public:
+  explicit HeapHolder(MethodMeter* sampler)
+      : request_(std::in_place), sampled_(sampler) {
+    this->set_request(&*request_);
+    this->set_response(&response_);
+  }
+  void FreeRequest() override {
+    if (!request_.has_value()) return;
+    RecordFreeRequest(AllocationMode::kHeap);
+    sampled_.BeforeFreeRequest(*request_);
+    this->set_request(nullptr);
+    request_.reset();
+  }
+  void Release() override {
+    sampled_.AtRelease(this->request(), response_);
+    RecordRelease(AllocationMode::kHeap, 0);
+    delete this;
+  }
+
+ private:
+  std::optional<Req> request_;
+  Resp response_;
+  SampledCall sampled_;
+};
+
+// kArena's holder: it owns the call's two arenas.
+template <class Req, class Resp>
+class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
+ public:
+  explicit ArenaHolder(MethodMeter* sampler)
+      : request_arena_(std::in_place), sampled_(sampler) {
+    this->set_request(request_arena_->template Create<Req>());
+    this->set_response(response_arena_.template Create<Resp>());
+  }
+  void FreeRequest() override {
+    if (!request_arena_.has_value()) return;
+    RecordFreeRequest(AllocationMode::kArena);
+    request_bytes_ = request_arena_->SpaceAllocated();
+    sampled_.BeforeFreeRequest(*this->request());
+    this->set_request(nullptr);
+    request_arena_.reset();  // destroys the request, pages back to the pool
+  }
+  void Release() override {
+    sampled_.AtRelease(this->request(), *this->response());
+    uint64_t bytes = response_arena_.SpaceAllocated();
+    bytes += request_arena_.has_value() ? request_arena_->SpaceAllocated()
+                                        : request_bytes_;
+    RecordRelease(AllocationMode::kArena, bytes);
+    delete this;
+  }
+
+ private:
+  std::optional<ScopedArena> request_arena_;
+  ScopedArena response_arena_;
+  uint64_t request_bytes_ = 0;
+  SampledCall sampled_;
+};
+
+// kReuse's holder: it owns the two borrowed PooledMessages.
+template <class Req, class Resp>
+class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
+ public:
+  ReuseHolder(PooledMessage<Req> request, PooledMessage<Resp> response,
+              MethodMeter* sampler)
+      : request_(std::move(request)),
+        response_(std::move(response)),
+        sampled_(sampler) {
+    this->set_request(request_.get());
+    this->set_response(response_.get());
+  }
+  void FreeRequest() override {
+    if (!request_) return;
+    RecordFreeRequest(AllocationMode::kReuse);
+    sampled_.BeforeFreeRequest(*request_);
+    this->set_request(nullptr);
+    request_.reset();  // cleared and back to its pool
+  }
+  void Release() override {
+    sampled_.AtRelease(this->request(), *response_);
+    RecordRelease(AllocationMode::kReuse, 0);
+    // The pool sizes the response from the cached size gRPC's
+    // serialization left (no second walk).
+    delete this;
+  }
+
+ private:
+  PooledMessage<Req> request_;
+  PooledMessage<Resp> response_;
+  SampledCall sampled_;
+};
+
+}  // namespace arenarpc::internal
+
+#endif  // ARENARPC_GRPC_INTERNAL_HOLDERS_H_

@@ -1,0 +1,103 @@
+// Internal: a method's measuring, for kAuto and for shadow measurement
+// (arenarpc/grpc/shadow.h): sampling, the queue to the one measuring
+// thread, the chooser the measurements feed, the capture. Defined in
+// src/grpc/method_meter.cc. Not a public API; the allocators' templates
+// (arenarpc/grpc/allocators.h) need it.
+//
+// Thread safety: a MethodMeter is used by every call of its method at once;
+// a SampledCall by one call at a time, as gRPC guarantees for its holder.
+// Lifetime: a MethodMeter is never destroyed (the measuring thread may
+// still hold its samples).
+#ifndef ARENARPC_GRPC_INTERNAL_METHOD_METER_H_
+#define ARENARPC_GRPC_INTERNAL_METHOD_METER_H_
+
+#include <google/protobuf/message.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "arenarpc/allocation_mode.h"
+#include "arenarpc/grpc/server_options.h"
+
+namespace arenarpc::internal {
+
+// One method's measuring (see the top of this file).
+class MethodMeter {
+ public:
+  // `mode`: kAuto (the chooser's pick runs) or the installed mode.
+  MethodMeter(std::string name, AllocationMode mode,
+              const ShadowOptions& shadow,
+              const google::protobuf::Message* request_prototype,
+              const google::protobuf::Message* response_prototype,
+              const AutoOptions& automatic = {});
+  // The mode calls run in now.
+  AllocationMode mode() const;
+  // True for the calls whose messages are measured: under kAuto, while it
+  // learns, the next call once its budget has room (one at a time); and a
+  // random 1 in sample_one_in when shadow measurement is on. False while
+  // the queue is full.
+  bool ShouldSample();
+  // Serializes the response of a sampled call (on the calling thread) and
+  // queues it with the request's bytes. Never waits: drops the sample when
+  // the queue is full or busy.
+  // `cpu_ns` is the calling thread's CPU spent on the sample so far
+  // (serializing the request); Submit adds its own and records the sum.
+  void Submit(std::string request, const google::protobuf::Message& response,
+              double cpu_ns);
+  // The calling thread's CPU time, ns (what sampling costs is counted).
+  static double ThreadCpuNs();
+  // Queues serialized messages as a sample; false if dropped. Bytes that do
+  // not parse are counted as malformed by the measuring thread.
+  bool SubmitBytes(std::string request, std::string response);
+
+  struct Impl;
+
+ private:
+  Impl* const impl_;  // never destroyed
+};
+
+// A holder's part in measuring a sampled call (none when `meter` is null):
+// the request's bytes are taken when gRPC releases the call, or, if the
+// handler frees the request early, just before it is freed (only then on
+// the handler's thread, for sampled calls).
+class SampledCall {
+ public:
+  explicit SampledCall(MethodMeter* meter) : meter_(meter) {}
+  void BeforeFreeRequest(const google::protobuf::Message& request) {
+    if (meter_ == nullptr) return;
+    const double start = MethodMeter::ThreadCpuNs();
+    freed_request_ = request.SerializeAsString();
+    cpu_ns_ = MethodMeter::ThreadCpuNs() - start;
+  }
+  void AtRelease(const google::protobuf::Message* request,
+                 const google::protobuf::Message& response) {
+    if (meter_ == nullptr) return;
+    const double start = MethodMeter::ThreadCpuNs();
+    if (request != nullptr) {
+      std::string bytes = request->SerializeAsString();
+      meter_->Submit(std::move(bytes), response,
+                     MethodMeter::ThreadCpuNs() - start);
+    } else if (freed_request_.has_value()) {
+      meter_->Submit(std::move(*freed_request_), response, cpu_ns_);
+    }
+  }
+
+ private:
+  MethodMeter* const meter_;
+  std::optional<std::string> freed_request_;
+  double cpu_ns_ = 0;
+};
+
+// Tests only: while paused the measuring thread takes nothing off the queue;
+// the number of samples queued now.
+void PauseMeasuringForTest(bool paused);
+size_t QueuedSamplesForTest();
+// Tests only: what kAuto's learning has spent (ns), and its last sample.
+double AutoLearningCpuNsForTest();
+double AutoLearningLastSampleNsForTest();
+
+}  // namespace arenarpc::internal
+
+#endif  // ARENARPC_GRPC_INTERNAL_METHOD_METER_H_

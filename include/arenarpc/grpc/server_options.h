@@ -1,0 +1,86 @@
+// What an install gives a server's methods: the allocation mode, kAuto's
+// learning budget, shadow measurement, giving memory back after a burst,
+// and a cap on pooled memory. Implicit from a mode, so
+// Install*(service, mode) keeps working.
+//
+//   arenarpc::ServerOptions options(arenarpc::AllocationMode::kAuto);
+//   options.automatic.max_cpu_share = 0.01;   // kAuto learns on 1 % of CPU
+//   options.idle_trim.idle_ms = 1000;         // trim after 1 s without calls
+//   options.max_pooled_bytes = 256 << 20;     // then heap messages
+//   r = mysvc::InstallMyServiceAllocators(&service, options);
+//
+// Process-wide settings: `automatic.max_cpu_share`, `idle_trim.idle_ms`
+// and `max_pooled_bytes` act on the whole process, like the pools and the
+// measuring thread they govern; when installs set different values, the
+// smallest wins (for idle_ms and max_pooled_bytes 0 means "off" and never
+// wins over a set value; a max_cpu_share of 0 does). The mode,
+// `automatic.recheck_after_s` and `shadow.sample_one_in` are per method;
+// shadow's max_cpu_share is process-wide too (arenarpc/grpc/shadow.h).
+//
+// Thread safety: a plain options struct, copied by the install.
+// Lifetime: independent of the service and the server.
+#ifndef ARENARPC_GRPC_SERVER_OPTIONS_H_
+#define ARENARPC_GRPC_SERVER_OPTIONS_H_
+
+#include <cstdint>
+
+#include "arenarpc/allocation_mode.h"
+#include "arenarpc/grpc/shadow.h"
+
+namespace arenarpc {
+
+// kAuto's learning budget: everything kAuto does to decide (serializing
+// sampled calls on the call threads, parsing them again in each mode on the
+// measuring thread, timing) takes at most `max_cpu_share` of the process's
+// CPU (2 % by default; plus a 5 ms start-up credit and the one sample in
+// flight). Learning samples are taken one at a time, when the budget has
+// room: a method settles after a few samples (modes surely more expensive
+// stop being measured early; arenarpc/mode_chooser.h, AutoLearner), then
+// takes none until a re-check `recheck_after_s` later, so a lasting change
+// of traffic is followed within that time plus one decision. 0 keeps every
+// kAuto method on kArena without measuring (after the start-up credit's few
+// samples).
+struct AutoOptions {
+  double max_cpu_share = 0.02;
+  double recheck_after_s = 30;
+};
+
+// Giving memory back after a burst (off by default): the first install
+// that sets idle_ms starts one low-priority thread (nice 19, never stopped)
+// that, once no call was allocated for idle_ms, trims once per idle period:
+// the shared depot of every registered MessagePool (MessagePool::Trim) and
+// the instances its idle threads cache (MessagePool::ReleaseIdleCaches),
+// every thread's pooled arenas and page cache (ReleaseIdleArenas,
+// PagePool::ReleaseIdleCaches: gRPC's idle threads would pin them), the
+// page pool's depot (PagePool::Trim) and, with glibc, the process heap
+// (malloc_trim(0)). If the thread cannot start, there is no trimming:
+// GrpcStats::background_thread_failures.
+struct IdleTrimOptions {
+  int idle_ms = 0;  // 0: off
+};
+
+struct ServerOptions {
+  ServerOptions(AllocationMode m = AllocationMode::kArena)  // NOLINT
+      : mode(m) {}
+  AllocationMode mode;
+  ShadowOptions shadow;   // arenarpc/grpc/shadow.h
+  AutoOptions automatic;  // kAuto's learning budget
+  IdleTrimOptions idle_trim;
+  // Cap on the pooled memory of the process (PagePool::Default()'s mapped
+  // bytes: arena pages in use and cached, kReuse's instances included);
+  // 0: none. While over it, new calls in arena and reuse modes get plain
+  // heap messages (counted: GrpcStats::over_cap_heap_calls) and the depots
+  // are trimmed at once, so pooled memory stops growing; calls are never
+  // failed (a MessageAllocator cannot fail a call; to reject load, limit
+  // streams and memory in gRPC itself, see docs/RELIABILITY.md).
+  uint64_t max_pooled_bytes = 0;
+};
+
+namespace internal {
+// Starts idle trimming and sets the pooled-memory cap (src/grpc/idle_trim.cc).
+void ApplyServerLimits(const ServerOptions& options);
+}  // namespace internal
+
+}  // namespace arenarpc
+
+#endif  // ARENARPC_GRPC_SERVER_OPTIONS_H_
