@@ -99,9 +99,27 @@ struct ShadowOptions {
 // other); installs with different shares: the smallest wins. 0 keeps
 // every kAuto method on kArena without measuring (after the start-up
 // credit's few samples).
+//
+// How kAuto learns (`learn`):
+//  - kSideThread: sampled calls' messages are serialized on the call
+//    thread and parsed again in every measured mode on one low-priority
+//    thread (a paired test: every mode on the same bytes). Its cost: the
+//    copies, the parses, the thread; one sample holds a parsed copy.
+//  - kRealCalls (sync API methods; others learn on the side thread): while
+//    learning, calls are served in turn in each mode still measured and the
+//    calling thread's CPU from AllocateMessages to the holder's Release is
+//    the call's cost in that mode (per wire byte; an unpaired test,
+//    arenarpc/mode_chooser.h). Nothing is copied or parsed again. Its cost,
+//    what the budget counts: each measured call's CPU times the share by
+//    which its mode is dearer than the cheapest measured so far (calls
+//    served in a worse mode), plus its clock reads; a call is measured only
+//    while that fits (plus the calls in flight).
+enum class AutoLearning { kSideThread, kRealCalls };
+
 struct AutoOptions {
   double max_cpu_share = 0.02;
   double recheck_after_s = 30;
+  AutoLearning learn = AutoLearning::kSideThread;
 };
 
 // Giving memory back after a burst (off by default). Process-wide, like
@@ -191,11 +209,27 @@ class MethodMeter {
               const AutoOptions& automatic = {});
   // The mode calls run in now.
   AllocationMode mode() const;
+  // The mode of one call. kAuto with kRealCalls, on a sync call
+  // (`sync_request_bytes` >= 0, see sync_call_request_bytes): while it
+  // learns and the budget has room, a mode to try, and `timing` set (the
+  // clock started); otherwise mode().
+  struct CallTiming {
+    MethodMeter* meter = nullptr;  // null: not timed
+    AllocationMode mode = AllocationMode::kArena;
+    double start_ns = 0;
+    double bytes = 0;  // on the wire, request (and response at release)
+  };
+  AllocationMode ModeForCall(double sync_request_bytes, CallTiming* timing);
+  // True if this method learns on real calls for calls like this one (then
+  // ShouldSample's kAuto part must not also sample it).
+  bool LearnsOnCall(double sync_request_bytes) const;
+  // The timed call's end: its cost, into the learner and the budget.
+  void EndTimedCall(const CallTiming& timing);
   // True for the calls whose messages are measured: under kAuto, while it
-  // learns, the next call once its budget has room (one at a time); and a
-  // random 1 in sample_one_in when shadow measurement is on. False while
-  // the queue is full.
-  bool ShouldSample();
+  // learns, the next call once its budget has room (one at a time; not
+  // when `auto_side` is false); and a random 1 in sample_one_in when shadow
+  // measurement is on. False while the queue is full.
+  bool ShouldSample(bool auto_side = true);
   // Serializes the response of a sampled call (on the calling thread) and
   // queues it with the request's bytes. Never waits: drops the sample when
   // the queue is full or busy.
@@ -213,6 +247,25 @@ class MethodMeter {
 
  private:
   Impl* const impl_;  // never destroyed
+};
+
+// A holder's first member (destroyed last, after the call's messages were
+// freed): ends a timed call's clock (kRealCalls).
+class TimedCall {
+ public:
+  explicit TimedCall(const MethodMeter::CallTiming& timing) : t_(timing) {}
+  TimedCall(const TimedCall&) = delete;
+  TimedCall& operator=(const TimedCall&) = delete;
+  ~TimedCall() {
+    if (t_.meter != nullptr) t_.meter->EndTimedCall(t_);
+  }
+  // At Release: the response's bytes, cached by its serialization.
+  void AddResponse(const google::protobuf::Message& response) {
+    if (t_.meter != nullptr) t_.bytes += response.GetCachedSize();
+  }
+
+ private:
+  MethodMeter::CallTiming t_;
 };
 
 // A holder's part in measuring a sampled call (none when `meter` is null):
@@ -259,8 +312,9 @@ double AutoLearningLastSampleNsForTest();
 template <class Req, class Resp>
 class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
  public:
-  explicit HeapHolder(MethodMeter* sampler)
-      : request_(std::in_place), sampled_(sampler) {
+  explicit HeapHolder(MethodMeter* sampler,
+                      const MethodMeter::CallTiming& timing = {})
+      : timed_(timing), request_(std::in_place), sampled_(sampler) {
     this->set_request(&*request_);
     this->set_response(&response_);
   }
@@ -273,11 +327,13 @@ class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
   void Release() override {
     sampled_.AtRelease(this->request(), response_);
+    timed_.AddResponse(response_);
     RecordRelease(AllocationMode::kHeap, 0);
     delete this;
   }
 
  private:
+  TimedCall timed_;
   std::optional<Req> request_;
   Resp response_;
   SampledCall sampled_;
@@ -287,8 +343,9 @@ class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
 template <class Req, class Resp>
 class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
  public:
-  explicit ArenaHolder(MethodMeter* sampler)
-      : request_arena_(std::in_place), sampled_(sampler) {
+  explicit ArenaHolder(MethodMeter* sampler,
+                       const MethodMeter::CallTiming& timing = {})
+      : timed_(timing), request_arena_(std::in_place), sampled_(sampler) {
     this->set_request(request_arena_->template Create<Req>());
     this->set_response(response_arena_.template Create<Resp>());
   }
@@ -302,6 +359,7 @@ class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
   void Release() override {
     sampled_.AtRelease(this->request(), *this->response());
+    timed_.AddResponse(*this->response());
     uint64_t bytes = response_arena_.SpaceAllocated();
     bytes += request_arena_.has_value() ? request_arena_->SpaceAllocated()
                                         : request_bytes_;
@@ -310,6 +368,7 @@ class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
 
  private:
+  TimedCall timed_;
   std::optional<ScopedArena> request_arena_;
   ScopedArena response_arena_;
   uint64_t request_bytes_ = 0;
@@ -321,8 +380,9 @@ template <class Req, class Resp>
 class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
  public:
   ReuseHolder(PooledMessage<Req> request, PooledMessage<Resp> response,
-              MethodMeter* sampler)
-      : request_(std::move(request)),
+              MethodMeter* sampler, const MethodMeter::CallTiming& timing = {})
+      : timed_(timing),
+        request_(std::move(request)),
         response_(std::move(response)),
         sampled_(sampler) {
     this->set_request(request_.get());
@@ -337,6 +397,7 @@ class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
   void Release() override {
     sampled_.AtRelease(this->request(), *response_);
+    timed_.AddResponse(*response_);
     RecordRelease(AllocationMode::kReuse, 0);
     // The pool sizes the response from the cached size gRPC's
     // serialization left (no second walk).
@@ -344,6 +405,7 @@ class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
 
  private:
+  TimedCall timed_;
   PooledMessage<Req> request_;
   PooledMessage<Resp> response_;
   SampledCall sampled_;
@@ -414,21 +476,26 @@ class MeteredMessageAllocator final
   const internal::MethodMeter& meter() const { return meter_; }
 
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
-    AllocationMode mode = meter_.mode();
+    const double sync_bytes = internal::sync_call_request_bytes;
+    internal::MethodMeter::CallTiming timing;
+    AllocationMode mode = meter_.ModeForCall(sync_bytes, &timing);
     if (mode != AllocationMode::kHeap && internal::OverPooledCap()) {
       mode = AllocationMode::kHeap;
+      timing.meter = nullptr;  // not the mode it was to be timed in
     }
-    internal::MethodMeter* sampler = meter_.ShouldSample() ? &meter_ : nullptr;
+    internal::MethodMeter* sampler =
+        meter_.ShouldSample(!meter_.LearnsOnCall(sync_bytes)) ? &meter_
+                                                              : nullptr;
     internal::RecordAllocate(mode);
     switch (mode) {
       case AllocationMode::kArena:
-        return new internal::ArenaHolder<Req, Resp>(sampler);
+        return new internal::ArenaHolder<Req, Resp>(sampler, timing);
       case AllocationMode::kReuse:
         return new internal::ReuseHolder<Req, Resp>(
             SharedMessagePool<Req>().Acquire(),
-            SharedMessagePool<Resp>().Acquire(), sampler);
+            SharedMessagePool<Resp>().Acquire(), sampler, timing);
       default:
-        return new internal::HeapHolder<Req, Resp>(sampler);
+        return new internal::HeapHolder<Req, Resp>(sampler, timing);
     }
   }
 
