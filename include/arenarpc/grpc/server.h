@@ -90,9 +90,10 @@ struct ShadowOptions {
 // sampled calls on the call threads, parsing them again in each mode on the
 // measuring thread, timing) takes at most `max_cpu_share` of the process's
 // CPU (2 % by default; plus a 5 ms start-up credit and the one sample in
-// flight). Learning samples are taken one at a time, when the budget has
-// room: a method settles after a few samples (modes surely more expensive
-// stop being measured early; arenarpc/mode_chooser.h, AutoLearner), then
+// flight; kRealCalls: the calls in flight). Learning samples are taken one
+// at a time, when the budget has room: a method settles after a few
+// samples (modes surely more expensive stop being measured early;
+// arenarpc/mode_chooser.h, AutoLearner), then
 // takes none until a re-check `recheck_after_s` later, so a lasting change
 // of traffic is followed within that time plus one decision. Process-wide,
 // separate from shadow measurement's max_cpu_share (neither raises the
@@ -119,7 +120,12 @@ enum class AutoLearning { kSideThread, kRealCalls };
 struct AutoOptions {
   double max_cpu_share = 0.02;
   double recheck_after_s = 30;
-  AutoLearning learn = AutoLearning::kSideThread;
+  // kRealCalls by default: side by side on the sync corpus it settled OTLP
+  // logs in 85-96 calls (1.7-2.0 s) and traces in 11-13 s where the side
+  // thread had not in 18 s, measuring 0.01-2.9 % of the CPU (side thread
+  // 0.3-4.1 %), CPU per call alike within the run's noise
+  // (docs/BENCHMARKS.md, "auto within its budget").
+  AutoLearning learn = AutoLearning::kRealCalls;
 };
 
 // Giving memory back after a burst (off by default). Process-wide, like
