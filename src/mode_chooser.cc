@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace arenarpc {
 
@@ -128,6 +129,12 @@ AutoLearner::AutoLearner(const AutoLearnerOptions& options)
 void AutoLearner::StartDecision() {
   n_ = 0;
   log_sum_.fill(0);
+  calls_.fill(0);
+  call_sum_.fill(0);
+  call_square_.fill(0);
+  looked_at_ = 0;
+  for (auto& e : excess_) e.store(0, std::memory_order_relaxed);
+  for (auto& n : issued_) n.store(0, std::memory_order_relaxed);
   for (auto& row : pair_sum_) row.fill(0);
   for (auto& row : pair_square_) row.fill(0);
   state_.measured.fill(true);
@@ -203,34 +210,51 @@ AllocationMode AutoLearner::Observe(const ModeCosts& costs, double now_s) {
       pair_square_[i][j] += d * d;
     }
   }
+  // Per mode, its level (mean log cost); per pair of measured modes, the
+  // mean log ratio and its t bound.
+  std::array<double, kModes> level = {};
+  for (int i = 0; i < kModes; ++i) level[i] = log_sum_[i] / n_;
+  Lead(level);
+  if (n_ < options_.min_samples) return state_.mode;
+  const double t = TCritical(n_ - 1);
+  Pairs diff = {};
+  Pairs bound = {};
+  for (int i = 0; i < kModes; ++i) {
+    for (int j = 0; j < kModes; ++j) {
+      if (j == i || !alive[i] || !alive[j]) continue;
+      diff[i][j] = Mean(i, j);
+      bound[i][j] = t * StandardError(i, j);
+    }
+  }
+  Decide(level, diff, bound, n_ >= options_.max_samples, now_s);
+  return state_.mode;
+}
+
+void AutoLearner::Lead(const std::array<double, kNumAllocationModes>& level) {
   // While learning, calls run in the mode that looks much cheaper so far:
   // on widely different modes (a batch that reuse keeps whole) the first
   // sample already says where calls are cheaper, long before the test can.
-  {
-    int lead = static_cast<int>(state_.mode);
-    for (int i = 0; i < kModes; ++i) {
-      if (alive[i] && log_sum_[i] < log_sum_[lead]) lead = i;
-    }
-    if (alive[static_cast<int>(state_.mode)] &&
-        (log_sum_[static_cast<int>(state_.mode)] - log_sum_[lead]) / n_ >
-            std::log1p(options_.lead)) {
-      SetMode(lead);
-    }
+  const auto& alive = state_.measured;
+  const int now = static_cast<int>(state_.mode);
+  int lead = now;
+  for (int i = 0; i < kNumAllocationModes; ++i) {
+    if (alive[i] && level[i] < level[lead]) lead = i;
   }
-  if (n_ < options_.min_samples) return state_.mode;
+  if (alive[now] && level[now] - level[lead] > std::log1p(options_.lead)) {
+    SetMode(lead);
+  }
+}
 
-  // Per pair of measured modes: the mean log ratio and its t bound.
-  const double t = TCritical(n_ - 1);
-  auto mean = [&](int i, int j)
-                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Mean(i, j); };
-  auto bound = [&](int i, int j) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return t * StandardError(i, j);
-  };
+void AutoLearner::Decide(const std::array<double, kNumAllocationModes>& level,
+                         const Pairs& diff, const Pairs& bound, bool last,
+                         double now_s) {
+  constexpr int kModes = kNumAllocationModes;
+  const auto& alive = state_.measured;
   // Drop every mode surely more expensive than another measured one.
   std::array<bool, kModes> drop = {};
   for (int i = 0; i < kModes; ++i) {
     for (int j = 0; j < kModes && alive[i]; ++j) {
-      if (j != i && alive[j] && mean(i, j) - bound(i, j) > 0) drop[i] = true;
+      if (j != i && alive[j] && diff[i][j] - bound[i][j] > 0) drop[i] = true;
     }
   }
   unsigned mask = 0;
@@ -251,23 +275,110 @@ AllocationMode AutoLearner::Observe(const ModeCosts& costs, double now_s) {
   for (int i = 0; i < kModes; ++i) {
     if (!alive[i]) continue;
     ++left;
-    if (cheapest < 0 || log_sum_[i] < log_sum_[cheapest]) cheapest = i;
+    if (cheapest < 0 || level[i] < level[cheapest]) cheapest = i;
     for (int j = i + 1; j < kModes; ++j) {
-      if (alive[j] && std::abs(mean(i, j)) + bound(i, j) >= tie) {
+      if (alive[j] && std::abs(diff[i][j]) + bound[i][j] >= tie) {
         all_tie = false;
       }
     }
   }
   const int now = static_cast<int>(state_.mode);
   // A tie within the margin keeps the mode calls run in (no flapping).
-  const int pick = alive[now] && (log_sum_[now] - log_sum_[cheapest]) / n_ < tie
-                       ? now
-                       : cheapest;
-  if (left == 1 || all_tie || n_ >= options_.max_samples) {
+  const int pick =
+      alive[now] && level[now] - level[cheapest] < tie ? now : cheapest;
+  if (left == 1 || all_tie || last) {
     Settle(pick, now_s);
   } else if (!alive[now]) {
     SetMode(cheapest);  // the mode calls run in lost: leave it now
   }
+}
+
+AllocationMode AutoLearner::NextTrialMode() {
+  // The measured mode with the fewest calls (the one the next look waits
+  // for; a dear mode is not starved by cheaper ones taking the budget),
+  // ties in turn after the mode tried last.
+  const unsigned mask = measured_mask();
+  const int last = last_trial_.load(std::memory_order_relaxed);
+  int pick = -1;
+  int fewest = 0;
+  for (int k = 1; k <= kNumAllocationModes; ++k) {
+    const int i = (last + k + kNumAllocationModes) % kNumAllocationModes;
+    if ((mask & (1u << i)) == 0) continue;
+    const int n = issued_[i].load(std::memory_order_relaxed);
+    if (pick < 0 || n < fewest) {
+      pick = i;
+      fewest = n;
+    }
+  }
+  if (pick < 0) return current();
+  last_trial_.store(pick, std::memory_order_relaxed);
+  issued_[pick].fetch_add(1, std::memory_order_relaxed);
+  return static_cast<AllocationMode>(pick);
+}
+
+void AutoLearner::CancelTrial(AllocationMode mode) {
+  issued_[static_cast<int>(mode)].fetch_sub(1, std::memory_order_relaxed);
+}
+
+AllocationMode AutoLearner::ObserveCall(AllocationMode mode, double cost_ns,
+                                        double bytes, double now_s) {
+  internal::MutexLock lock(&mu_);
+  const int m = static_cast<int>(mode);
+  if (state_.settled || !state_.measured[m]) return state_.mode;
+  constexpr int kModes = kNumAllocationModes;
+  const auto& alive = state_.measured;
+  const double y = std::log(std::max(cost_ns, 1.0) / std::max(bytes, 1.0));
+  ++calls_[m];
+  ++state_.samples;
+  call_sum_[m] += y;
+  call_square_[m] += y * y;
+  log_sum_[m] += std::log(std::max(cost_ns, 1.0));
+  state_.cost_ns[m] = std::exp(log_sum_[m] / calls_[m]);  // geometric mean
+  // Levels: mean log cost per byte (unknown: +inf, never the cheapest).
+  std::array<double, kModes> level;
+  level.fill(std::numeric_limits<double>::infinity());
+  int fewest = std::numeric_limits<int>::max();
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < kModes; ++i) {
+    if (!alive[i]) continue;
+    fewest = std::min(fewest, calls_[i]);
+    if (calls_[i] > 0) level[i] = call_sum_[i] / calls_[i];
+    best = std::min(best, level[i]);
+  }
+  for (int i = 0; i < kModes; ++i) {
+    // Dropped modes too (a call still in flight in one is billed).
+    const double own = calls_[i] > 0 ? call_sum_[i] / calls_[i] : best;
+    excess_[i].store(std::max(0.0, 1 - std::exp(best - own)),
+                     std::memory_order_relaxed);
+  }
+  // The lead rule, between the modes measured so far.
+  if (std::isfinite(level[static_cast<int>(state_.mode)])) Lead(level);
+  // Looks: only when the fewest calls of a measured mode grows.
+  if (fewest < options_.min_samples || fewest <= looked_at_) {
+    return state_.mode;
+  }
+  looked_at_ = fewest;
+  // One variance for all measured modes (pooled: noise is multiplicative
+  // and alike across modes), so the degrees of freedom add up.
+  double squares = 0;
+  int df = 0;
+  for (int i = 0; i < kModes; ++i) {
+    if (!alive[i]) continue;
+    squares += std::max(call_square_[i] - calls_[i] * level[i] * level[i], 0.0);
+    df += calls_[i] - 1;
+  }
+  const double var = squares / df;
+  const double t = TCritical(df);
+  Pairs diff = {};
+  Pairs bound = {};
+  for (int i = 0; i < kModes; ++i) {
+    for (int j = 0; j < kModes; ++j) {
+      if (j == i || !alive[i] || !alive[j]) continue;
+      diff[i][j] = level[i] - level[j];
+      bound[i][j] = t * std::sqrt(var * (1.0 / calls_[i] + 1.0 / calls_[j]));
+    }
+  }
+  Decide(level, diff, bound, fewest >= options_.max_calls_per_mode, now_s);
   return state_.mode;
 }
 

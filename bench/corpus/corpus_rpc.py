@@ -42,6 +42,9 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     "arena": ("arena", None, []),
     "reuse": ("reuse", None, []),
     "auto": ("auto", None, []),
+    # auto with each learner named (ServerOptions::automatic.learn).
+    "auto+real": ("auto", None, ["--auto_learn=real"]),
+    "auto+side": ("auto", None, ["--auto_learn=side"]),
     # The same, served by the binary of --baseline_server (an older build):
     # the before/after of a change to auto, side by side in one run.
     "auto@baseline": ("auto", None, []),

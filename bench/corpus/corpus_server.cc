@@ -73,6 +73,9 @@ ABSL_FLAG(
 ABSL_FLAG(int, capture_max_files, 200, "shadow measurement: files per method");
 ABSL_FLAG(uint64_t, capture_max_bytes, uint64_t{64} << 20,
           "shadow measurement: bytes per method");
+ABSL_FLAG(std::string, auto_learn, "",
+          "--mode=auto: learn on the real calls (real; sync API) or by "
+          "re-parsing copies on a side thread (side); empty: the default");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, time given to calls in flight");
 
@@ -370,6 +373,16 @@ int main(int argc, char** argv) {
     options->shadow.capture_dir = absl::GetFlag(FLAGS_capture_dir);
     options->shadow.capture_max_files = absl::GetFlag(FLAGS_capture_max_files);
     options->shadow.capture_max_bytes = absl::GetFlag(FLAGS_capture_max_bytes);
+    const std::string learn = absl::GetFlag(FLAGS_auto_learn);
+    if (learn == "real") {
+      options->automatic.learn = arenarpc::AutoLearning::kRealCalls;
+    } else if (learn == "side") {
+      options->automatic.learn = arenarpc::AutoLearning::kSideThread;
+    } else if (!learn.empty()) {
+      std::fprintf(stderr, "--auto_learn: real or side, not %s\n",
+                   learn.c_str());
+      return 2;
+    }
   }
   std::unique_ptr<arenarpc::corpus::AsyncCorpus> async;
   if (api == "async") {

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-LIBDIR = "/usr/lib/x86_64-linux-gnu"  # as bench/rpc_bench.py
+LIBDIR = "/usr/lib/x86_64-linux-gnu"  # as bench/rpc/rpc_common.py
 PRELOADS = {"mimalloc": "libmimalloc.so.2", "tcmalloc": "libtcmalloc.so.4",
             "jemalloc": "libjemalloc.so.2"}
 CONFIGS = ["plain", "plain+mimalloc", "plain+tcmalloc", "plain+jemalloc",

@@ -53,6 +53,10 @@ struct MethodMeter::Impl {
                                                   : m}),
         learner(AutoLearnerOptions{.recheck_after_s = a.recheck_after_s}) {}
 
+  bool real_calls() const {
+    return is_auto() && automatic.learn == AutoLearning::kRealCalls;
+  }
+
   bool is_auto() const { return fixed_mode == AllocationMode::kAuto; }
 
   const std::string name;
@@ -82,6 +86,11 @@ struct MethodMeter::Impl {
   double ns_per_byte = 60;
   double first_sample_s = -1;  // when learning began
   std::atomic<uint64_t> settle_calls{0};
+  // kRealCalls: when learning began, what a timed call costs lately (the
+  // budget's guess for the next), when a settled learner re-checks.
+  std::atomic<double> first_call_s{-1};
+  std::atomic<double> call_ns{0};
+  std::atomic<double> recheck_s{-1};
 };
 
 namespace {
@@ -195,6 +204,40 @@ class Worker {
     MutexLock lock(&mu_);
     paused_ = paused;
     cv_.SignalAll();
+  }
+
+  // kRealCalls: whether a call expected to cost the budget `expected_ns`
+  // may be timed now. The process's CPU is read only when the allowance
+  // read last is used up (it only grows); that read is billed too.
+  bool AdmitRealCall(double expected_ns) {
+    if (auto_budget_.spent_ns() + expected_ns <=
+        real_allowance_ns_.load(std::memory_order_relaxed)) {
+      return true;
+    }
+    const double start = CpuNs(CLOCK_THREAD_CPUTIME_ID);
+    const double allowance =
+        auto_budget_.share() * CpuNs(CLOCK_PROCESS_CPUTIME_ID) + kCpuCreditNs;
+    real_allowance_ns_.store(allowance, std::memory_order_relaxed);
+    SpendRealCalls(CpuNs(CLOCK_THREAD_CPUTIME_ID) - start + ClockReadNs());
+    return auto_budget_.spent_ns() + expected_ns <= allowance;
+  }
+  // kRealCalls' cost: into kAuto's budget and the measuring cost.
+  void SpendRealCalls(double ns) {
+    auto_budget_.Spend(ns);
+    sampling_cpu_ns_.fetch_add(static_cast<uint64_t>(std::max(ns, 0.0)),
+                               std::memory_order_relaxed);
+  }
+  // What one read of the thread's CPU clock costs (measured once).
+  static double ClockReadNs() {
+    static const double ns = [] {
+      double best = 1e9;
+      for (int i = 0; i < 16; ++i) {
+        const double a = CpuNs(CLOCK_THREAD_CPUTIME_ID);
+        best = std::min(best, CpuNs(CLOCK_THREAD_CPUTIME_ID) - a);
+      }
+      return best;
+    }();
+    return ns;
   }
 
   double AutoBudgetSpentNs() const { return auto_budget_.spent_ns(); }
@@ -390,6 +433,7 @@ class Worker {
   double shadow_spent_ns_ = 0;  // this thread only
   LearningBudget auto_budget_;
   std::atomic<bool> auto_open_{true};  // kAuto's next sample may be taken
+  std::atomic<double> real_allowance_ns_{kCpuCreditNs};
   std::atomic<double> last_auto_sample_ns_{0};
 
   Mutex methods_mu_;
@@ -426,7 +470,10 @@ MeasuredMethodStats StatsOf(MethodMeter::Impl& m) {
     if (snap.first_decision_s >= 0) {
       s.settle_samples = snap.first_decision_samples;
       s.settle_calls = m.settle_calls.load(std::memory_order_relaxed);
-      s.settle_s = snap.first_decision_s - m.first_sample_s;
+      s.settle_s =
+          snap.first_decision_s - (m.real_calls() && m.first_call_s.load() >= 0
+                                       ? m.first_call_s.load()
+                                       : m.first_sample_s);
     }
     s.dropped = m.dropped.load(std::memory_order_relaxed);
     s.malformed = m.malformed.load(std::memory_order_relaxed);
@@ -470,9 +517,9 @@ AllocationMode MethodMeter::mode() const {
   return impl_->is_auto() ? impl_->learner.current() : impl_->fixed_mode;
 }
 
-bool MethodMeter::ShouldSample() {
+bool MethodMeter::ShouldSample(bool auto_side) {
   Impl& m = *impl_;
-  if (m.is_auto()) {
+  if (m.is_auto() && auto_side) {
     if (!m.decided.load(std::memory_order_relaxed)) {
       m.calls_to_decide.fetch_add(1, std::memory_order_relaxed);
     }
@@ -493,6 +540,63 @@ bool MethodMeter::ShouldSample() {
 }
 
 double MethodMeter::ThreadCpuNs() { return CpuNs(CLOCK_THREAD_CPUTIME_ID); }
+
+bool MethodMeter::LearnsOnCall(double sync_request_bytes) const {
+  return impl_->real_calls() && sync_request_bytes >= 0;
+}
+
+AllocationMode MethodMeter::ModeForCall(double sync_request_bytes,
+                                        CallTiming* timing) {
+  Impl& m = *impl_;
+  if (!LearnsOnCall(sync_request_bytes)) return mode();
+  if (!m.learner.wants()) {
+    // Settled: one steady-clock read a call, for the re-check.
+    const double recheck = m.recheck_s.load(std::memory_order_relaxed);
+    if (recheck < 0 || NowS() < recheck || !m.learner.Wants(NowS())) {
+      return m.learner.current();
+    }
+  }
+  if (!m.decided.load(std::memory_order_relaxed)) {
+    m.calls_to_decide.fetch_add(1, std::memory_order_relaxed);
+  }
+  const AllocationMode trial = m.learner.NextTrialMode();
+  const double expected =
+      m.learner.excess_share(trial) * m.call_ns.load(std::memory_order_relaxed);
+  if (!Worker::Get().AdmitRealCall(expected)) {
+    m.learner.CancelTrial(trial);
+    return m.learner.current();
+  }
+  double never = -1;
+  m.first_call_s.compare_exchange_strong(never, NowS(),
+                                         std::memory_order_relaxed);
+  timing->meter = this;
+  timing->mode = trial;
+  timing->bytes = sync_request_bytes;
+  timing->start_ns = ThreadCpuNs();
+  return trial;
+}
+
+void MethodMeter::EndTimedCall(const CallTiming& timing) {
+  const double end = ThreadCpuNs();
+  Impl& m = *impl_;
+  const double cost = end - timing.start_ns;
+  const double now = NowS();
+  m.learner.ObserveCall(timing.mode, cost, timing.bytes, now);
+  const double avg = m.call_ns.load(std::memory_order_relaxed);
+  m.call_ns.store(avg <= 0 ? cost : avg + 0.25 * (cost - avg),
+                  std::memory_order_relaxed);
+  if (!m.learner.wants()) {
+    m.recheck_s.store(m.learner.next_check_s(), std::memory_order_relaxed);
+    if (!m.decided.exchange(true, std::memory_order_relaxed)) {
+      m.settle_calls.store(m.calls_to_decide.load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
+    }
+  }
+  // Billed: the share of this call lost to a dearer mode, the bookkeeping
+  // and the two clock reads around the call.
+  Worker::Get().SpendRealCalls(m.learner.excess_share(timing.mode) * cost +
+                               ThreadCpuNs() - end + 2 * Worker::ClockReadNs());
+}
 
 void MethodMeter::Submit(std::string request,
                          const google::protobuf::Message& response,

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
@@ -94,6 +95,59 @@ TEST(AutoBudgetTest, AutoKeepsItsShareAndNeverRaisesShadows) {
   // The credit's few (kAuto's 25 % used to let about 25 of these through).
   EXPECT_LE(s.samples, 5u) << "dropped " << s.dropped;
   EXPECT_GE(s.dropped, static_cast<uint64_t>(offered) - 5);
+}
+
+// kRealCalls at the meter: only sync calls (request bytes known) are
+// timed, in turn in each measured mode; the clock ends at the holder's
+// end; what it bills stays within the share. After the test above (same
+// process-wide budget, share 0.05).
+TEST(AutoBudgetTest, RealCallsAreTimedInTurnWithinTheShare) {
+  AutoOptions automatic;
+  automatic.max_cpu_share = 0.05;
+  automatic.learn = AutoLearning::kRealCalls;
+  internal::MethodMeter meter("/t.R/Real", AllocationMode::kAuto,
+                              ShadowOptions{}, &EchoRequest::default_instance(),
+                              &EchoResponse::default_instance(), automatic);
+  internal::MethodMeter::CallTiming timing;
+  // A callback or async call (no sync request bytes): not timed.
+  EXPECT_FALSE(meter.LearnsOnCall(-1));
+  EXPECT_EQ(meter.ModeForCall(-1, &timing), meter.mode());
+  EXPECT_EQ(timing.meter, nullptr);
+  EXPECT_TRUE(meter.LearnsOnCall(1000));
+
+  const double spent_before = internal::AutoLearningCpuNsForTest();
+  // Calls of 1000 bytes: heap 0.6 ms, arena 0.4 ms, reuse 0.2 ms of CPU.
+  const double cost[] = {6e5, 4e5, 2e5};
+  std::vector<AllocationMode> first;
+  int timed = 0;
+  for (int call = 0; call < 600; ++call) {
+    internal::MethodMeter::CallTiming t;
+    const AllocationMode m = meter.ModeForCall(1000, &t);
+    BurnCpu(cost[static_cast<int>(m)]);
+    if (t.meter != nullptr) {
+      ++timed;
+      if (first.size() < 3) first.push_back(t.mode);
+      EXPECT_EQ(t.mode, m);
+      meter.EndTimedCall(t);
+    }
+  }
+  EXPECT_EQ(first, (std::vector<AllocationMode>{AllocationMode::kHeap,
+                                                AllocationMode::kArena,
+                                                AllocationMode::kReuse}));
+  const MeasuredMethodStats s = StatsOf("/t.R/Real");
+  EXPECT_EQ(s.samples, static_cast<uint64_t>(timed));
+  EXPECT_TRUE(s.settled) << timed << " timed";
+  EXPECT_EQ(s.mode, AllocationMode::kReuse);
+  EXPECT_EQ(meter.mode(), AllocationMode::kReuse);
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  const double process = ts.tv_sec * 1e9 + ts.tv_nsec;
+  // Billed: the excess of calls in dearer modes (at most one call's worth
+  // beyond the share, the last admitted) and clock reads.
+  const double spent = internal::AutoLearningCpuNsForTest();
+  // Two or more heap calls after the first were 0.4 ms dearer than reuse.
+  EXPECT_GE(spent - spent_before, 5e5);
+  EXPECT_LE(spent, 0.05 * process + LearningBudget::kDefaultCreditNs + 6e5);
 }
 
 }  // namespace

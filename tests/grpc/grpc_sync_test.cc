@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <stdexcept>
@@ -145,6 +146,45 @@ TEST(SyncInstallTest, StatsShowEachMethodsApiAndMode) {
                 "arenarpc_grpc_method_mode{method=\"arenarpc.echo.EchoService/"
                 "Echo\",api=\"sync\",installed=\"reuse\",mode=\"reuse\"} 1"),
             std::string::npos);
+}
+
+// kAuto learning on real calls (AutoLearning::kRealCalls): sync calls are
+// served in turn in each mode (and timed where they run). First in this
+// binary: kAuto's budget is process-wide, the next test spends from it.
+TEST(SyncMeasuringTest, RealCallLearningTriesEachModeOnSyncCalls) {
+  ServerOptions options(AllocationMode::kAuto);
+  options.automatic.learn = AutoLearning::kRealCalls;
+  options.automatic.max_cpu_share = 1.0;  // every call may be timed
+  auto calls = [] {
+    std::array<uint64_t, kNumAllocationModes> n;
+    const GrpcStats s = GetGrpcStats();
+    for (int m = 0; m < kNumAllocationModes; ++m) n[m] = s.modes[m].calls;
+    return n;
+  };
+  auto three_calls = [](EchoServer& server) {
+    auto stub = EchoService::NewStub(server.NewChannel());
+    for (int i = 0; i < 3; ++i) {
+      grpc::ClientContext context;
+      EchoRequest request;
+      echo::BuildEchoRequest(5, 1, &request);
+      EchoResponse response;
+      ASSERT_TRUE(stub->Echo(&context, request, &response).ok());
+    }
+  };
+  const auto before = calls();
+  {
+    EchoServer sync_server(options, 4 << 20, ServerApi::kSync);
+    three_calls(sync_server);
+  }
+  auto total = [](const std::array<uint64_t, kNumAllocationModes>& n) {
+    return n[0] + n[1] + n[2];
+  };
+  ASSERT_TRUE(WaitFor([&] { return total(calls()) == total(before) + 3; }));
+  const auto after_sync = calls();
+  // One call in each mode: the learner's turn (heap, arena, reuse).
+  for (int m = 0; m < kNumAllocationModes; ++m) {
+    EXPECT_EQ(after_sync[m] - before[m], 1u) << m;
+  }
 }
 
 // Shadow measurement and auto measure sync methods as callback ones.

@@ -162,21 +162,26 @@ class MeteredMessageAllocator final
   const internal::MethodMeter& meter() const { return meter_; }
 
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
-    AllocationMode mode = meter_.mode();
+    const double sync_bytes = internal::sync_call_request_bytes;
+    internal::MethodMeter::CallTiming timing;
+    AllocationMode mode = meter_.ModeForCall(sync_bytes, &timing);
     if (mode != AllocationMode::kHeap && internal::OverPooledCap()) {
       mode = AllocationMode::kHeap;
+      timing.meter = nullptr;  // not the mode it was to be timed in
     }
-    internal::MethodMeter* sampler = meter_.ShouldSample() ? &meter_ : nullptr;
+    internal::MethodMeter* sampler =
+        meter_.ShouldSample(!meter_.LearnsOnCall(sync_bytes)) ? &meter_
+                                                              : nullptr;
     internal::RecordAllocate(mode);
     switch (mode) {
       case AllocationMode::kArena:
-        return new internal::ArenaHolder<Req, Resp>(sampler);
+        return new internal::ArenaHolder<Req, Resp>(sampler, timing);
       case AllocationMode::kReuse:
         return new internal::ReuseHolder<Req, Resp>(
             DefaultMessagePool<Req>().Acquire(),
-            DefaultMessagePool<Resp>().Acquire(), sampler);
+            DefaultMessagePool<Resp>().Acquire(), sampler, timing);
       default:
-        return new internal::HeapHolder<Req, Resp>(sampler);
+        return new internal::HeapHolder<Req, Resp>(sampler, timing);
     }
   }
 

@@ -33,16 +33,39 @@ namespace arenarpc {
 // sampled calls on the call threads, parsing them again in each mode on the
 // measuring thread, timing) takes at most `max_cpu_share` of the process's
 // CPU (2 % by default; plus a 5 ms start-up credit and the one sample in
-// flight). Learning samples are taken one at a time, when the budget has
-// room: a method settles after a few samples (modes surely more expensive
-// stop being measured early; arenarpc/mode_chooser.h, AutoLearner), then
-// takes none until a re-check `recheck_after_s` later, so a lasting change
-// of traffic is followed within that time plus one decision. 0 keeps every
-// kAuto method on kArena without measuring (after the start-up credit's few
-// samples).
+// flight; kRealCalls: the calls in flight). Learning samples are taken one
+// at a time, when the budget has room: a method settles after a few
+// samples (modes surely more expensive stop being measured early;
+// arenarpc/mode_chooser.h, AutoLearner), then takes none until a re-check
+// `recheck_after_s` later, so a lasting change of traffic is followed
+// within that time plus one decision. 0 keeps every kAuto method on kArena
+// without measuring (after the start-up credit's few samples).
+//
+// How kAuto learns (`learn`):
+//  - kSideThread: sampled calls' messages are serialized on the call
+//    thread and parsed again in every measured mode on one low-priority
+//    thread (a paired test: every mode on the same bytes). Its cost: the
+//    copies, the parses, the thread; one sample holds a parsed copy.
+//  - kRealCalls (sync API methods; others learn on the side thread): while
+//    learning, calls are served in turn in each mode still measured and the
+//    calling thread's CPU from AllocateMessages to the holder's Release is
+//    the call's cost in that mode (per wire byte; an unpaired test,
+//    arenarpc/mode_chooser.h). Nothing is copied or parsed again. Its cost,
+//    what the budget counts: each measured call's CPU times the share by
+//    which its mode is dearer than the cheapest measured so far (calls
+//    served in a worse mode), plus its clock reads; a call is measured only
+//    while that fits (plus the calls in flight).
+enum class AutoLearning { kSideThread, kRealCalls };
+
 struct AutoOptions {
   double max_cpu_share = 0.02;
   double recheck_after_s = 30;
+  // kRealCalls by default: side by side on the sync corpus it settled OTLP
+  // logs in 85-96 calls (1.7-2.0 s) and traces in 11-13 s where the side
+  // thread had not in 18 s, measuring 0.01-2.9 % of the CPU (side thread
+  // 0.3-4.1 %), CPU per call alike within the run's noise
+  // (docs/BENCHMARKS.md, "auto within its budget").
+  AutoLearning learn = AutoLearning::kRealCalls;
 };
 
 // Giving memory back after a burst (off by default): the first install

@@ -33,6 +33,12 @@ void RegisterMessagePoolTrim(void (*trim)(void*, std::chrono::milliseconds),
 // (SetBackgroundThreadStarterForTesting). True if it trimmed for the cap.
 bool IdleTrimTickForTesting(std::chrono::steady_clock::time_point now);
 
+// The sync handler's word to the allocator it calls next on the same
+// thread: the request's wire bytes; -1 outside that window (callback and
+// async calls). A sync call runs from AllocateMessages to the holder's
+// Release on that one thread, so kAuto can time it there (kRealCalls).
+inline constinit thread_local double sync_call_request_bytes = -1;
+
 // True if the pooled-memory cap is set and exceeded now (then also asks
 // the trimming thread to trim the depots); counts the fallback call.
 bool OverPooledCap();

@@ -28,8 +28,9 @@ namespace arenarpc::internal {
 template <class Req, class Resp>
 class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
  public:
-  explicit HeapHolder(MethodMeter* sampler)
-      : request_(std::in_place), sampled_(sampler) {
+  explicit HeapHolder(MethodMeter* sampler,
+                      const MethodMeter::CallTiming& timing = {})
+      : timed_(timing), request_(std::in_place), sampled_(sampler) {
     this->set_request(&*request_);
     this->set_response(&response_);
   }
@@ -42,11 +43,13 @@ class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
   void Release() override {
     sampled_.AtRelease(this->request(), response_);
+    timed_.AddResponse(response_);
     RecordRelease(AllocationMode::kHeap, 0);
     delete this;
   }
 
  private:
+  TimedCall timed_;
   std::optional<Req> request_;
   Resp response_;
   SampledCall sampled_;
@@ -56,8 +59,9 @@ class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
 template <class Req, class Resp>
 class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
  public:
-  explicit ArenaHolder(MethodMeter* sampler)
-      : request_arena_(std::in_place), sampled_(sampler) {
+  explicit ArenaHolder(MethodMeter* sampler,
+                       const MethodMeter::CallTiming& timing = {})
+      : timed_(timing), request_arena_(std::in_place), sampled_(sampler) {
     this->set_request(request_arena_->template Create<Req>());
     this->set_response(response_arena_.template Create<Resp>());
   }
@@ -71,6 +75,7 @@ class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
   void Release() override {
     sampled_.AtRelease(this->request(), *this->response());
+    timed_.AddResponse(*this->response());
     uint64_t bytes = response_arena_.SpaceAllocated();
     bytes += request_arena_.has_value() ? request_arena_->SpaceAllocated()
                                         : request_bytes_;
@@ -79,6 +84,7 @@ class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
 
  private:
+  TimedCall timed_;
   std::optional<ScopedArena> request_arena_;
   ScopedArena response_arena_;
   uint64_t request_bytes_ = 0;
@@ -90,8 +96,9 @@ template <class Req, class Resp>
 class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
  public:
   ReuseHolder(PooledMessage<Req> request, PooledMessage<Resp> response,
-              MethodMeter* sampler)
-      : request_(std::move(request)),
+              MethodMeter* sampler, const MethodMeter::CallTiming& timing = {})
+      : timed_(timing),
+        request_(std::move(request)),
         response_(std::move(response)),
         sampled_(sampler) {
     this->set_request(request_.get());
@@ -106,6 +113,7 @@ class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
   void Release() override {
     sampled_.AtRelease(this->request(), *response_);
+    timed_.AddResponse(*response_);
     RecordRelease(AllocationMode::kReuse, 0);
     // The pool sizes the response from the cached size gRPC's
     // serialization left (no second walk).
@@ -113,6 +121,7 @@ class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
 
  private:
+  TimedCall timed_;
   PooledMessage<Req> request_;
   PooledMessage<Resp> response_;
   SampledCall sampled_;

@@ -34,11 +34,27 @@ class MethodMeter {
               const AutoOptions& automatic = {});
   // The mode calls run in now.
   AllocationMode mode() const;
+  // The mode of one call. kAuto with kRealCalls, on a sync call
+  // (`sync_request_bytes` >= 0, see sync_call_request_bytes): while it
+  // learns and the budget has room, a mode to try, and `timing` set (the
+  // clock started); otherwise mode().
+  struct CallTiming {
+    MethodMeter* meter = nullptr;  // null: not timed
+    AllocationMode mode = AllocationMode::kArena;
+    double start_ns = 0;
+    double bytes = 0;  // on the wire, request (and response at release)
+  };
+  AllocationMode ModeForCall(double sync_request_bytes, CallTiming* timing);
+  // True if this method learns on real calls for calls like this one (then
+  // ShouldSample's kAuto part must not also sample it).
+  bool LearnsOnCall(double sync_request_bytes) const;
+  // The timed call's end: its cost, into the learner and the budget.
+  void EndTimedCall(const CallTiming& timing);
   // True for the calls whose messages are measured: under kAuto, while it
-  // learns, the next call once its budget has room (one at a time); and a
-  // random 1 in sample_one_in when shadow measurement is on. False while
-  // the queue is full.
-  bool ShouldSample();
+  // learns, the next call once its budget has room (one at a time; not
+  // when `auto_side` is false); and a random 1 in sample_one_in when shadow
+  // measurement is on. False while the queue is full.
+  bool ShouldSample(bool auto_side = true);
   // Serializes the response of a sampled call (on the calling thread) and
   // queues it with the request's bytes. Never waits: drops the sample when
   // the queue is full or busy.
@@ -56,6 +72,25 @@ class MethodMeter {
 
  private:
   Impl* const impl_;  // never destroyed
+};
+
+// A holder's first member (destroyed last, after the call's messages were
+// freed): ends a timed call's clock (kRealCalls).
+class TimedCall {
+ public:
+  explicit TimedCall(const MethodMeter::CallTiming& timing) : t_(timing) {}
+  TimedCall(const TimedCall&) = delete;
+  TimedCall& operator=(const TimedCall&) = delete;
+  ~TimedCall() {
+    if (t_.meter != nullptr) t_.meter->EndTimedCall(t_);
+  }
+  // At Release: the response's bytes, cached by its serialization.
+  void AddResponse(const google::protobuf::Message& response) {
+    if (t_.meter != nullptr) t_.bytes += response.GetCachedSize();
+  }
+
+ private:
+  MethodMeter::CallTiming t_;
 };
 
 // A holder's part in measuring a sampled call (none when `meter` is null):

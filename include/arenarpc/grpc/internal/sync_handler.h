@@ -14,6 +14,7 @@
 #ifndef ARENARPC_GRPC_INTERNAL_SYNC_HANDLER_H_
 #define ARENARPC_GRPC_INTERNAL_SYNC_HANDLER_H_
 
+#include <grpc/byte_buffer.h>
 #include <grpcpp/impl/rpc_service_method.h>
 #include <grpcpp/impl/service_type.h>
 #include <grpcpp/server_context.h>
@@ -24,6 +25,8 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+
+#include "arenarpc/grpc/internal/counters.h"
 
 namespace arenarpc::internal {
 
@@ -78,7 +81,12 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
 
   void* Deserialize(grpc_call* call, grpc_byte_buffer* req,
                     ::grpc::Status* status, void** /*handler_data*/) override {
+    // The holder may time the call (kAuto, kRealCalls): Deserialize, the
+    // handler and Release all run on this thread.
+    sync_call_request_bytes =
+        req == nullptr ? 0 : static_cast<double>(grpc_byte_buffer_length(req));
     Holder* holder = allocator_->AllocateMessages();
+    sync_call_request_bytes = -1;
     ParseTarget<Req> target{holder->request()};
     if (::grpc::internal::UnaryDeserializeHelper(req, status, &target) ==
         nullptr) {
