@@ -133,7 +133,14 @@ ASAN_OPTIONS=detect_leaks=0 cmake -S . -B build/asan-modern -G Ninja \
   -DARENARPC_PROTOC="$modern_protoc" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_C_COMPILER_LAUNCHER=ccache
 ASAN_OPTIONS=detect_leaks=0 cmake --build build/asan-modern -j "$jobs"
-(cd build/asan-modern && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs")
+# detect_container_overflow=0: protobuf 35.1's RepeatedField copy constructor
+# annotates its inline storage twice (once in the constructor it delegates
+# to), and gcc 12's ASan runtime CHECK-fails on the second one; a plain heap
+# copy of a RepeatedField<int64_t>, no arenarpc code, aborts the same way
+# (docs/raw/protobuf_35_asan_annotation.txt). Other ASan checks stay on.
+(cd build/asan-modern &&
+  ASAN_OPTIONS=detect_leaks=1:detect_container_overflow=0 \
+  ctest --output-on-failure -j "$jobs")
 # The fixture has libprotoc: the plugin's editions test must have been there.
 if [ -z "${ARENARPC_PROTOBUF_PREFIX:-}" ] &&
    ! (cd build/asan-modern && ctest -N -R '^plugin_refuses_editions$' | grep -q 'Total Tests: 1'); then
