@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds abseil + protobuf from unmodified source tarballs into a cache and
+# Builds abseil + protobuf (libprotobuf, libprotoc, protoc) into a cache and
 # prints the install prefix (the last line of stdout). The tests and
 # benchmarks use it to check arenarpc's core against a modern protobuf
 # (docs/PROTOBUF_VERSIONS.md); it is a test fixture, never part of the
@@ -7,22 +7,29 @@
 #
 #   scripts/protobuf_fixture.sh [asan|protoc|release]
 #
-# ARENARPC_THIRD_PARTY  directory with protobuf-*-src.tar.gz,
-#                       abseil-cpp-*-src.tar.gz and SHA256SUMS
-#                       (default: ../shared/third_party next to the repo)
-# ARENARPC_CACHE_DIR    where prefixes are kept (default ~/.cache/arenarpc)
+# The sources: the source distribution of the Python package grpcio-tools,
+# pinned below and checked by its sha256, fetched with pip (the package
+# registry's client) once and kept in the cache. It carries protobuf's and
+# abseil's C++ sources without their top-level CMake files:
+# scripts/protobuf_fixture/CMakeLists.txt builds them.
 #
-# The cache key is the tarballs' sha256 (from SHA256SUMS, checked), the
-# variant and the compiler: a warm cache is reused as is, anything else
-# builds afresh (docs/PROTOBUF_VERSIONS.md has the times).
-# Exit code 3 (and a message) when the tarballs are not there.
+# ARENARPC_CACHE_DIR    where sources and prefixes are kept (default
+#                       ~/.cache/arenarpc)
+#
+# The cache key is the sdist's sha256, the build recipe (`recipe` below and
+# the files in scripts/protobuf_fixture/), the variant and the compiler: a warm cache is reused as
+# is, anything else builds afresh (docs/PROTOBUF_VERSIONS.md has the times).
+# ARENARPC_FIXTURE_CCACHE=1 compiles through ccache (for work on the recipe;
+# off by default, so the fixture's objects do not evict the CI's).
+# Exit code 3 (and a message) when the sources cannot be had (no pip, no
+# registry).
 set -euo pipefail
 variant="${1:-release}"
-# asan: everything instrumented (protobuf's inline code poisons arena memory
-# and abseil's containers change layout under ASan, so the runtime and its
-# users must agree), -O1 as ASan builds usually are, no protoc (the protoc
-# variant's generates its code). protoc: to run protoc only, built quickly
-# (-O1; libprotoc needs upb). release: -O3, for benchmarks.
+# asan: everything instrumented, protoc too (protobuf's inline code poisons
+# arena memory and abseil's containers change layout under ASan, so the
+# runtime and its users must agree), -O1 as ASan builds usually are.
+# protoc: to run protoc only, built quickly (-O1). release: -O3, for
+# benchmarks.
 case "$variant" in
   asan) flags="-fsanitize=address -fno-omit-frame-pointer"; opt="-O1" ;;
   protoc) flags=""; opt="-O1" ;;
@@ -30,83 +37,88 @@ case "$variant" in
   *) echo "usage: $0 [asan|protoc|release]" >&2; exit 2 ;;
 esac
 
-repo="$(cd "$(dirname "$0")/.." && pwd)"
-src="${ARENARPC_THIRD_PARTY:-$repo/../shared/third_party}"
-cache="${ARENARPC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/arenarpc}"
+# The package, its sha256 (pip's --require-hashes checks it on download,
+# sha256sum again on every use) and the protobuf release it carries.
+package=grpcio-tools
+package_version=1.85.1
+package_sha256=d6f1ee213a07de9462c90ee5debe4a78dff20306a0fb394a65d48b2f94fe31a1
+protobuf_release=35.1
 
-shopt -s nullglob
-pb_tar=("$src"/protobuf-*-src.tar.gz)
-absl_tar=("$src"/abseil-cpp-*-src.tar.gz)
-shopt -u nullglob
-if [ ${#pb_tar[@]} -ne 1 ] || [ ${#absl_tar[@]} -ne 1 ] || [ ! -f "$src/SHA256SUMS" ]; then
-  echo "protobuf_fixture: no protobuf/abseil source tarballs in $src" >&2
-  exit 3
-fi
-(cd "$src" && sha256sum --quiet -c SHA256SUMS) >&2 || {
-  echo "protobuf_fixture: $src does not match its SHA256SUMS" >&2
-  exit 1
-}
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cache="${ARENARPC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/arenarpc}"
+sdist="$cache/sources/grpcio_tools-$package_version.tar.gz"
 
 cxx="${CXX:-c++}"
 # Bump `recipe` when the build below changes.
-recipe=5
-key_text="$(cat "$src/SHA256SUMS"; echo "$recipe $variant $flags $opt";
+recipe=1
+key_text="$(echo "$package_sha256 $recipe $variant $flags $opt";
+            cat "$repo"/scripts/protobuf_fixture/*;
             "$cxx" --version | head -n1)"
 key="$(printf '%s' "$key_text" | sha256sum | cut -c1-16)"
-pb_name="$(basename "${pb_tar[0]}" -src.tar.gz)"
-prefix="$cache/$pb_name-$variant-$key"
-# The prefix is built in a temporary directory and moved: its pkg-config
-# files name the temporary one (CMake's config files are relocatable).
-# Idempotent, so a prefix cached before this fix is repaired on use.
-fix_pc_files() {
-  local pc
-  for pc in "$prefix"/lib/pkgconfig/*.pc; do
-    [ -f "$pc" ] || continue
-    sed -i -E "s#$cache/build\.[A-Za-z0-9]+/prefix#$prefix#g" "$pc"
-  done
-}
+prefix="$cache/protobuf-$protobuf_release-$variant-$key"
 if [ -f "$prefix/.complete" ]; then
-  fix_pc_files
   echo "protobuf_fixture: cached $prefix" >&2
   echo "$prefix"
   exit 0
 fi
 
-mkdir -p "$cache"
+mkdir -p "$cache/sources"
+if [ ! -f "$sdist" ]; then
+  download="$(mktemp -d "$cache/sources/download.XXXXXX")"
+  printf '%s==%s --hash=sha256:%s\n' "$package" "$package_version" \
+    "$package_sha256" > "$download/requirements.txt"
+  echo "protobuf_fixture: pip download $package==$package_version (sdist)" >&2
+  if ! python3 -m pip download --no-deps --no-binary :all: --require-hashes \
+      -r "$download/requirements.txt" -d "$download" >&2; then
+    rm -rf "$download"
+    echo "protobuf_fixture: could not fetch $package==$package_version with pip" >&2
+    exit 3
+  fi
+  mv "$download/grpcio_tools-$package_version.tar.gz" "$sdist"
+  rm -rf "$download"
+fi
+echo "$package_sha256  $sdist" | sha256sum --quiet -c >&2 || {
+  echo "protobuf_fixture: $sdist does not have the pinned sha256" >&2
+  exit 1
+}
+
 work="$(mktemp -d "$cache/build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-echo "protobuf_fixture: building $pb_name ($variant) into $prefix" >&2
+echo "protobuf_fixture: building protobuf $protobuf_release ($variant, from" \
+     "$package $package_version) into $prefix" >&2
 start=$SECONDS
-tar -xzf "${absl_tar[0]}" -C "$work"
-tar -xzf "${pb_tar[0]}" -C "$work"
-absl_dir=("$work"/abseil-cpp-*)
-pb_dir=("$work"/protobuf-*)
+tar -xzf "$sdist" -C "$work"
+src="$work/grpcio_tools-$package_version"
+# 35.1 is C++ runtime 7.35.1, GOOGLE_PROTOBUF_VERSION 7035001.
+release_digits="$(printf '%03d%03d' "${protobuf_release%.*}" "${protobuf_release#*.}")"
+if ! grep -Eq "GOOGLE_PROTOBUF_VERSION [0-9]+$release_digits\$" \
+    "$src/third_party/protobuf/src/google/protobuf/stubs/common.h"; then
+  echo "protobuf_fixture: $package $package_version does not carry protobuf $protobuf_release" >&2
+  exit 1
+fi
 stage="$work/prefix"
 jobs="$(nproc)"
-# protoc runs during the build; under ASan its exit-time leaks are not ours.
-export ASAN_OPTIONS=detect_leaks=0
-common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON
-        "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags"
-        "-DCMAKE_C_FLAGS_RELEASE=$opt -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG"
-        "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
-        -DCMAKE_INSTALL_PREFIX="$stage" -DCMAKE_PREFIX_PATH="$stage")
-pb_common=("${common[@]}")
-if [ "$variant" = asan ]; then
-  # The runtime only: protoc from the release variant generates the code
-  # (an ASan libprotobuf under an uninstrumented libprotoc crashes: abseil's
-  # containers change layout under ASan).
-  pb_common+=(-Dprotobuf_BUILD_PROTOC_BINARIES=OFF -Dprotobuf_BUILD_LIBUPB=OFF)
+[ "$jobs" -gt 2 ] || jobs=2
+launcher=()
+if [ "${ARENARPC_FIXTURE_CCACHE:-0}" = 1 ]; then
+  # Recipe changes rebuild through ccache; paths under $work are hashed
+  # relative, so each temporary directory hits.
+  export CCACHE_BASEDIR="$work" CCACHE_NOHASHDIR=1
+  export CCACHE_DIR="${CCACHE_DIR:-$cache/ccache}"
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
-# One && chain: `set -e` does not apply inside a list followed by ||.
+# protoc runs in users' builds; under ASan its exit-time leaks are not ours.
+export ASAN_OPTIONS=detect_leaks=0
 {
-  cmake -S "${absl_dir[0]}" -B "$work/absl-build" "${common[@]}" \
-    -DCMAKE_CXX_STANDARD=17 -DABSL_PROPAGATE_CXX_STD=ON &&
-  cmake --build "$work/absl-build" -j "$jobs" &&
-  cmake --install "$work/absl-build" &&
-  cmake -S "${pb_dir[0]}" -B "$work/pb-build" "${pb_common[@]}" \
-    -Dprotobuf_BUILD_TESTS=OFF -Dprotobuf_LOCAL_DEPENDENCIES_ONLY=ON &&
-  cmake --build "$work/pb-build" -j "$jobs" &&
-  cmake --install "$work/pb-build"
+  nice -n 10 cmake -S "$repo/scripts/protobuf_fixture" -B "$work/build" -G Ninja \
+    -DSDIST="$src" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
+    "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" \
+    "-DCMAKE_C_FLAGS_RELEASE=$opt -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG" \
+    "-DCMAKE_EXE_LINKER_FLAGS=$flags" -DCMAKE_INSTALL_PREFIX="$stage" &&
+  nice -n 10 cmake --build "$work/build" -j "$jobs" &&
+  cmake --install "$work/build" &&
+  # The protoc must run (it generates every test's code).
+  "$stage/bin/protoc" --version
 } > "$work/build.log" 2>&1 || {
   tail -n 60 "$work/build.log" >&2
   echo "protobuf_fixture: build failed (log above)" >&2
@@ -114,7 +126,6 @@ fi
 }
 rm -rf "$prefix"
 mv "$stage" "$prefix"
-fix_pc_files
 touch "$prefix/.complete"
 echo "protobuf_fixture: built in $((SECONDS - start)) s" >&2
 echo "$prefix"

@@ -18,9 +18,9 @@ inline std::string Deterministic(const google::protobuf::MessageLite& m) {
   google::protobuf::io::StringOutputStream stream(&out);
   google::protobuf::io::CodedOutputStream coded(&stream);
   coded.SetSerializationDeterministic(true);
-  m.SerializeToCodedStream(&coded);
+  const bool ok = m.SerializeToCodedStream(&coded);
   coded.Trim();
-  return out;
+  return ok ? out : "<not serializable>";
 }
 
 inline std::string RandomString(std::mt19937& rng, size_t max_len) {

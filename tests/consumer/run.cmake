@@ -67,6 +67,21 @@ if(rc)
   message(WARNING "protobuf or absl has no .pc file here: .pc files not checked")
   return()
 endif()
+# A protobuf of its own prefix without .pc files would let pkg-config fall
+# back to the system's protobuf and abseil (another version, other inline
+# namespaces): that link says nothing about our .pc files either.
+if(PROTOBUF_PREFIX)
+  execute_process(COMMAND ${PKG_CONFIG} --variable=pcfiledir protobuf
+                  OUTPUT_VARIABLE pc_dir OUTPUT_STRIP_TRAILING_WHITESPACE)
+  get_filename_component(pc_dir "${pc_dir}" REALPATH)
+  get_filename_component(real_prefix "${PROTOBUF_PREFIX}" REALPATH)
+  string(FIND "${pc_dir}/" "${real_prefix}/" at)
+  if(NOT at EQUAL 0)
+    message(WARNING "protobuf in ${PROTOBUF_PREFIX} has no .pc file (pkg-config "
+                    "finds ${pc_dir}): .pc files not checked")
+    return()
+  endif()
+endif()
 set(modules arenarpc)
 if(WITH_GRPC)
   list(APPEND modules arenarpc-grpc)

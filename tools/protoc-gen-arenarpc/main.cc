@@ -99,7 +99,8 @@ class Generator final : public google::protobuf::compiler::CodeGenerator {
                 GeneratorContext* context, std::string* error) const override {
     (void)parameter;
     if (RefuseEditions(file, error)) return false;
-    const std::string base = StripProto(file->name());
+    // name() and package() are string_view from protobuf v30 on.
+    const std::string base = StripProto(std::string(file->name()));
     const std::string out_name = base + ".arenarpc.h";
     std::unique_ptr<google::protobuf::io::ZeroCopyOutputStream> out(
         context->Open(out_name));
@@ -119,7 +120,8 @@ class Generator final : public google::protobuf::compiler::CodeGenerator {
             "#include \"$grpc_header$\"\n"
             "#include \"arenarpc/grpc/install.h\"\n"
             "\n");
-    const std::vector<std::string> ns = Split(file->package(), '.');
+    const std::vector<std::string> ns =
+        Split(std::string(file->package()), '.');
     for (const std::string& n : ns) p.Print("namespace $n$ {\n", "n", n);
     if (!ns.empty()) p.Print("\n");
     for (int s = 0; s < file->service_count(); ++s) {
