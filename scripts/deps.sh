@@ -11,6 +11,7 @@ packages=(
   libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev
   libtbb-dev libboost-dev
   python3 python3-matplotlib
+  python3-pip  # the modern-protobuf leg fetches its sources with pip download
   # the fuzz leg (libFuzzer, ASan, UBSan) and the tsa leg (-Wthread-safety)
   clang-14 libclang-rt-14-dev
   clang-format-14 clang-format  # the format leg (scripts/format.sh)
