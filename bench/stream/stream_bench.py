@@ -158,6 +158,13 @@ def rss(args):
         failed = [m for m, c in clients.items() if c.returncode != 0]
         if failed:
             raise RuntimeError(f"client failed: {failed}")
+        if args.rate > 0:  # the limit held
+            for m, text in summaries.items():
+                words = text.split()
+                sent = int(words[words.index("messages") + 1])
+                if sent > args.rate * args.seconds * 1.05 + 2:
+                    raise RuntimeError(f"{m}: {sent} messages in {args.seconds} s "
+                                       f"at --rate {args.rate}")
     finally:
         for c in clients.values():
             if c.poll() is None:

@@ -130,9 +130,10 @@ int main(int argc, char** argv) {
     uint64_t n = 0, checksum = 0;
     for (;; ++n) {
       if (seconds > 0) {
-        if ((n & 63) == 0 && std::chrono::duration<double>(
-                                 std::chrono::steady_clock::now() - start)
-                                     .count() >= seconds) {
+        if ((rate > 0 || (n & 63) == 0) &&
+            std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                          start)
+                    .count() >= seconds) {
           break;
         }
       } else if (n == static_cast<uint64_t>(per_call)) {
