@@ -224,10 +224,41 @@ def plot(args):
     fig.savefig(args.png, dpi=100)
 
 
+def bounds(args):
+    """Reads an rss output (--out): per mode, the samples after --settle
+    within +-5 % of the median, p1 and p99, the samples outside (with their
+    times: a spike every server shares is the machine, not a mode), and the
+    medians of the two halves (growth)."""
+    names, pts = ["rss"], []
+    for l in open(args.out):
+        if l.startswith("# seconds "):
+            names = [n.replace("_kib", "") for n in l.split()[2:]]
+        elif not l.startswith("#"):
+            pts.append([float(x) for x in l.split()])
+    steady = [p for p in pts if p[0] >= args.settle]
+    mid = (steady[0][0] + steady[-1][0]) / 2
+    lines = [f"# stream_bench.py bounds --out {args.out} --settle {args.settle:g}"]
+    for i, n in enumerate(names):
+        v = [p[1 + i] for p in steady]
+        med = statistics.median(v)
+        s = sorted(v)
+        p1, p99 = s[int(len(s) * 0.01)], s[int(len(s) * 0.99) - 1]
+        out = [f"{p[0]:.0f} s {(p[1 + i] / med - 1) * 100:+.1f} %" for p in steady
+               if abs(p[1 + i] / med - 1) > 0.05]
+        a = statistics.median([p[1 + i] for p in steady if p[0] < mid])
+        b = statistics.median([p[1 + i] for p in steady if p[0] >= mid])
+        lines.append(
+            f"{n}: median {med:.0f} KiB; within +-5 %: {len(v) - len(out)} of {len(v)} "
+            f"samples; p1 {(p1 / med - 1) * 100:+.1f} %, p99 {(p99 / med - 1) * 100:+.1f} %; "
+            f"outside: {', '.join(out) if out else 'none'}; median of the first half "
+            f"{a:.0f} KiB, second half {b:.0f} KiB ({(b / a - 1) * 100:+.1f} %)")
+    print("\n".join(lines))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["cpu", "rss", "plot"])
+    p.add_argument("what", choices=["cpu", "rss", "plot", "bounds"])
     p.add_argument("--build", default="build/release")
     p.add_argument("--api", default="sync", choices=["sync", "callback"])
     p.add_argument("--rounds", type=int, default=3)
@@ -251,7 +282,7 @@ def main():
     p.add_argument("--out", default="")
     p.add_argument("--png", default="")
     args = p.parse_args()
-    {"cpu": cpu, "rss": rss, "plot": plot}[args.what](args)
+    {"cpu": cpu, "rss": rss, "plot": plot, "bounds": bounds}[args.what](args)
 
 
 if __name__ == "__main__":
