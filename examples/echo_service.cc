@@ -31,11 +31,18 @@ void FillResponse(const EchoRequest& request, EchoResponse* response) {
 }
 
 void BuildEchoRequest(int scale, uint32_t seed, EchoRequest* request) {
+  FillPayload(scale, seed, request->mutable_payload(),
+              request->mutable_results());
+}
+
+void FillPayload(int scale, uint32_t seed,
+                 google::protobuf::RepeatedPtrField<std::string>* payload,
+                 google::protobuf::RepeatedPtrField<Result>* results) {
   for (int i = 0; i < 10 * scale; ++i) {
-    FillBytes(seed, 1, i, 12, request->add_payload());
+    FillBytes(seed, 1, i, 12, payload->Add());
   }
   for (int r = 0; r < scale; ++r) {
-    Result* result = request->add_results();
+    Result* result = results->Add();
     FillBytes(seed, 2, r, 8, result->mutable_id());
     for (int i = 0; i < 10; ++i) {
       Item* item = result->add_items();

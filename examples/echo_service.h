@@ -48,6 +48,11 @@ namespace arenarpc::echo {
 // payload entries of 12 bytes and `scale` results x 10 items x 10 terms of
 // 8 bytes. scale = 100: ~130 KB, ~11,100 byte fields.
 void BuildEchoRequest(int scale, uint32_t seed, EchoRequest* request);
+// The same payload into any message's `repeated bytes` and `repeated
+// Result` fields (the streaming example's batches, bulk.proto).
+void FillPayload(int scale, uint32_t seed,
+                 google::protobuf::RepeatedPtrField<std::string>* payload,
+                 google::protobuf::RepeatedPtrField<Result>* results);
 
 // The echo: payload and results copied, the request's size recorded.
 void FillResponse(const EchoRequest& request, EchoResponse* response);

@@ -5,6 +5,7 @@
 //       --min_bytes=80000 --max_bytes=130000
 //   # "calls 3 messages 3000 bytes ... mean_bytes ... seconds ..."
 //   arenarpc_stream_client ... --seconds=600   # one call, streams 10 min
+//   arenarpc_stream_client ... --seconds=600 --rate=100   # 100 messages/s
 //   arenarpc_stream_client ... --small --min_bytes=0 --max_bytes=4096
 //
 // Messages are the corpus mix's requests whose size is in [min_bytes,
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -37,6 +39,10 @@ ABSL_FLAG(bool, small, false,
 ABSL_FLAG(double, seconds, 0,
           "if > 0: one call streaming for this long (--calls, --messages "
           "ignored)");
+ABSL_FLAG(double, rate, 0,
+          "if > 0: at most this many messages per second (each message "
+          "waits for its slot on a fixed schedule; 0: as fast as the "
+          "server reads)");
 
 namespace {
 
@@ -112,6 +118,7 @@ int main(int argc, char** argv) {
   const double seconds = absl::GetFlag(FLAGS_seconds);
   const int calls = seconds > 0 ? 1 : absl::GetFlag(FLAGS_calls);
   const int per_call = absl::GetFlag(FLAGS_messages);
+  const double rate = absl::GetFlag(FLAGS_rate);
   uint64_t sent = 0, bytes = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int c = 0; c < calls; ++c) {
@@ -123,13 +130,19 @@ int main(int argc, char** argv) {
     uint64_t n = 0, checksum = 0;
     for (;; ++n) {
       if (seconds > 0) {
-        if ((n & 63) == 0 && std::chrono::duration<double>(
-                                 std::chrono::steady_clock::now() - start)
-                                     .count() >= seconds) {
+        if ((rate > 0 || (n & 63) == 0) &&
+            std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                          start)
+                    .count() >= seconds) {
           break;
         }
       } else if (n == static_cast<uint64_t>(per_call)) {
         break;
+      }
+      if (rate > 0) {  // message k of the run is due at start + k / rate
+        std::this_thread::sleep_until(
+            start + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::duration<double>((sent + n) / rate)));
       }
       const size_t i = n % buffers.size();
       if (!writer->Write(buffers[i])) break;

@@ -39,7 +39,13 @@ int InstallResult::unary_methods() const {
 
 int InstallResult::served() const {
   int n = 0;
-  for (const MethodInstall& m : methods_) n += m.served ? 1 : 0;
+  for (const MethodInstall& m : methods_) n += m.unary && m.served ? 1 : 0;
+  return n;
+}
+
+int InstallResult::streaming_served() const {
+  int n = 0;
+  for (const MethodInstall& m : methods_) n += !m.unary && m.served ? 1 : 0;
   return n;
 }
 
@@ -52,13 +58,12 @@ std::vector<MethodInstall> InstallResult::not_served() const {
 }
 
 std::string InstallResult::ToString() const {
-  std::string out =
-      absl::StrCat(service_.empty() ? "arenarpc" : service_, ": ", served(),
-                   " of ", unary_methods(), " unary methods served");
-  std::string served_list;
+  std::string unary_list;
+  std::string streaming_list;
   std::string skipped_list;
   for (const MethodInstall& m : methods_) {
-    std::string& list = m.served ? served_list : skipped_list;
+    std::string& list =
+        !m.served ? skipped_list : (m.unary ? unary_list : streaming_list);
     if (!list.empty()) list += "; ";
     if (m.served) {
       absl::StrAppend(&list, m.method, ": ", std::string(ServerApiName(m.api)),
@@ -67,7 +72,20 @@ std::string InstallResult::ToString() const {
       absl::StrAppend(&list, m.method, " (", m.reason, ")");
     }
   }
-  if (!served_list.empty()) absl::StrAppend(&out, " (", served_list, ")");
+  std::string out =
+      absl::StrCat(service_.empty() ? "arenarpc" : service_, ": ");
+  // A streaming-only install (StreamMethods) is not "0 of 0 unary".
+  const bool unary_part = unary_methods() > 0 || streaming_list.empty();
+  if (unary_part) {
+    absl::StrAppend(&out, served(), " of ", unary_methods(),
+                    " unary methods served");
+    if (!unary_list.empty()) absl::StrAppend(&out, " (", unary_list, ")");
+  }
+  if (!streaming_list.empty()) {
+    const int n = streaming_served();
+    absl::StrAppend(&out, unary_part ? "; " : "", n, " streaming method",
+                    n == 1 ? "" : "s", " served (", streaming_list, ")");
+  }
   if (!skipped_list.empty())
     absl::StrAppend(&out, "; not served: ", skipped_list);
   return out;

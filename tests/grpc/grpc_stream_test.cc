@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "arenarpc/arena.h"
+#include "arenarpc/grpc/install_result.h"
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/grpc/streaming.h"
@@ -656,6 +657,35 @@ TEST(GrpcStreamAutoTest, AutoSamplesStreamedMessages) {
   const std::string text = RenderPrometheusStats();
   EXPECT_NE(text.find("arenarpc_grpc_streaming_messages_total"),
             std::string::npos);
+}
+
+// A StreamMethod's report in an InstallResult (what the streaming example
+// prints): counted and listed as a streaming method, never as a served
+// unary one, so a service whose unary methods all failed is still an error.
+TEST(StreamInstallReport, CountsAsStreamingNotUnary) {
+  StreamMethod<Chunk, Summary> collect("test.Report/Collect",
+                                       AllocationMode::kArena);
+  InstallResult streams_only("test.Report");
+  streams_only.Add(collect.report());
+  EXPECT_TRUE(streams_only.ok());
+  EXPECT_EQ(streams_only.served(), 0);
+  EXPECT_EQ(streams_only.streaming_served(), 1);
+  EXPECT_EQ(streams_only.ToString(),
+            "test.Report: 1 streaming method served "
+            "(test.Report/Collect: sync, arena)");
+
+  MethodInstall unary;
+  unary.method = "test.Report/Get";
+  unary.reason = "async completion-queue method";
+  InstallResult mixed("test.Report");
+  mixed.Add(unary);
+  mixed.Add(collect.report());
+  EXPECT_FALSE(mixed.ok());  // the unary method is not served
+  EXPECT_EQ(mixed.served(), 0);
+  EXPECT_EQ(mixed.ToString(),
+            "test.Report: 0 of 1 unary methods served; 1 streaming method "
+            "served (test.Report/Collect: sync, arena); not served: "
+            "test.Report/Get (async completion-queue method)");
 }
 
 }  // namespace

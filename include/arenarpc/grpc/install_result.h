@@ -37,10 +37,12 @@ enum class ServerApi {
 };
 std::string_view ServerApiName(ServerApi api);  // "sync", "callback", "async"
 
-// One unary method of an install.
+// One method of an install.
 struct MethodInstall {
   std::string method;  // "pkg.Service/Method"
-  bool unary = true;   // false: a streaming method (never served here)
+  // false: a streaming method (the generated install never serves one; a
+  // StreamMethod's report() is one, served).
+  bool unary = true;
   bool served = false;
   ServerApi api = ServerApi::kSync;  // when served
   AllocationMode mode =
@@ -61,6 +63,9 @@ class [[nodiscard]] InstallResult {
   // Unary methods seen, and how many of them are served.
   int unary_methods() const;
   int served() const;
+  // Streaming methods served (StreamMethod reports, grpc/streaming.h); they
+  // never count in served() or status().
+  int streaming_served() const;
   const std::vector<MethodInstall>& methods() const { return methods_; }
   std::vector<MethodInstall> not_served() const;
 
@@ -69,7 +74,9 @@ class [[nodiscard]] InstallResult {
   absl::Status status() const;
   bool ok() const { return status().ok(); }
   // One line: "<service>: 2 of 3 unary methods served (A: sync, arena; B:
-  // callback, arena); not served: C (async completion-queue method)".
+  // callback, arena); 1 streaming method served (D: sync, arena); not
+  // served: C (async completion-queue method)". Without unary methods the
+  // unary part is left out when streaming methods are served.
   std::string ToString() const;
 
   // Called by the generated install once it is complete: logs one error
