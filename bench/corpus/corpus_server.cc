@@ -61,6 +61,11 @@ ABSL_FLAG(std::string, api, "callback",
 ABSL_FLAG(int, async_cqs, 2, "--api=async: completion queues (a thread each)");
 ABSL_FLAG(int, async_pending, 4,
           "--api=async: requests posted per method per queue");
+ABSL_FLAG(int, sync_min_pollers, 0,
+          "--api=sync: gRPC's MIN_POLLERS (0: gRPC's default, 1)");
+ABSL_FLAG(int, sync_max_pollers, 0,
+          "--api=sync: gRPC's MAX_POLLERS (0: gRPC's default, 2); with the "
+          "defaults gRPC's sync pool starts and ends threads under load");
 ABSL_FLAG(int, max_receive_bytes, 16 << 20,
           "largest request accepted (the corpus's largest is ~4 MB)");
 ABSL_FLAG(int, shadow_sample_one_in, 0,
@@ -409,6 +414,14 @@ int main(int argc, char** argv) {
   builder.AddListeningPort(absl::StrCat(host, ":", absl::GetFlag(FLAGS_port)),
                            grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_bytes));
+  if (absl::GetFlag(FLAGS_sync_min_pollers) > 0) {
+    builder.SetSyncServerOption(grpc::ServerBuilder::MIN_POLLERS,
+                                absl::GetFlag(FLAGS_sync_min_pollers));
+  }
+  if (absl::GetFlag(FLAGS_sync_max_pollers) > 0) {
+    builder.SetSyncServerOption(grpc::ServerBuilder::MAX_POLLERS,
+                                absl::GetFlag(FLAGS_sync_max_pollers));
+  }
   for (grpc::Service* s : services) builder.RegisterService(s);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
