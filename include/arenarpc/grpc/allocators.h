@@ -162,16 +162,16 @@ class MeteredMessageAllocator final
   const internal::MethodMeter& meter() const { return meter_; }
 
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
-    const double sync_bytes = internal::sync_call_request_bytes;
+    const double request_bytes = internal::next_call_request_bytes;
     internal::MethodMeter::CallTiming timing;
-    AllocationMode mode = meter_.ModeForCall(sync_bytes, &timing);
+    AllocationMode mode = meter_.ModeForCall(request_bytes, &timing);
     if (mode != AllocationMode::kHeap && internal::OverPooledCap()) {
       mode = AllocationMode::kHeap;
       timing.meter = nullptr;  // not the mode it was to be timed in
     }
     internal::MethodMeter* sampler =
-        meter_.ShouldSample(!meter_.LearnsOnCall(sync_bytes)) ? &meter_
-                                                              : nullptr;
+        meter_.ShouldSample(!meter_.LearnsOnCall(request_bytes)) ? &meter_
+                                                                 : nullptr;
     internal::RecordAllocate(mode);
     switch (mode) {
       case AllocationMode::kArena:
