@@ -186,6 +186,8 @@ class Worker {
       auto_share_ = any_auto_ ? std::min(auto_share_, share) : share;
       any_auto_ = true;
       auto_budget_.set_share(auto_share_);
+      // kRealCalls' allowance read under a larger share is read again.
+      real_allowance_ns_.store(0, std::memory_order_relaxed);
     }
   }
 

@@ -6,12 +6,15 @@
 // want every call timed (share 1.0).
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <time.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
 #include "arenarpc/grpc/install.h"
 #include "arenarpc/grpc/stats.h"
+#include "arenarpc/mode_chooser.h"
 #include "echo_service.h"
 #include "grpc/grpc_test_util.h"
 
@@ -108,6 +111,54 @@ TEST(AutoCallbackTest, CallsFinishedOnAnotherThreadFallBackToTheSideThread) {
   server->Shutdown(std::chrono::system_clock::now());
   service.Stop();
   server->Wait();
+}
+
+// The budget holds on callback calls: a call is timed only while what
+// learning has spent, with its expected excess, fits the share. Last in
+// this binary: its tiny share becomes the process's (the smallest wins).
+TEST(AutoCallbackTest, TimedCallbackCallsKeepToTheBudget) {
+  MeteredMessageAllocator<EchoRequest, EchoResponse> allocator(
+      "/t.C/Budget", [] {
+        ServerOptions o = RealCalls();
+        o.automatic.max_cpu_share = 0.001;
+        return o;
+      }());
+  EchoRequest request;
+  echo::BuildEchoRequest(5, 1, &request);
+  const std::string bytes = request.SerializeAsString();
+  // Calls of these bytes: heap 20 ms, arena 10 ms, reuse 2 ms of CPU. Timed
+  // without a budget, heap's and arena's trials would bill 18 and 8 ms
+  // each until dropped (at least 3 of each).
+  const double cost[] = {20e6, 10e6, 2e6};
+  const double spent_before = internal::AutoLearningCpuNsForTest();
+  for (int call = 0; call < 100; ++call) {
+    auto* holder = allocator.AllocateMessages();
+    ASSERT_TRUE(holder->request()->ParseFromString(bytes));
+    AllocationMode mode = AllocationMode::kHeap;
+    if (dynamic_cast<internal::ReuseHolder<EchoRequest, EchoResponse>*>(
+            holder) != nullptr) {
+      mode = AllocationMode::kReuse;
+    } else if (dynamic_cast<internal::ArenaHolder<EchoRequest, EchoResponse>*>(
+                   holder) != nullptr) {
+      mode = AllocationMode::kArena;
+    }
+    const double start = internal::MethodMeter::ThreadCpuNs();
+    volatile uint64_t x = 1;
+    while (internal::MethodMeter::ThreadCpuNs() - start <
+           cost[static_cast<int>(mode)]) {
+      x = x * 3 + 1;
+    }
+    holder->Release();
+  }
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  const double process = ts.tv_sec * 1e9 + ts.tv_nsec;
+  // The share and the start-up credit (or what the tests above, on a
+  // larger share, spent already), and one call's excess in flight.
+  EXPECT_LE(internal::AutoLearningCpuNsForTest(),
+            std::max(spent_before,
+                     0.001 * process + LearningBudget::kDefaultCreditNs) +
+                18e6);
 }
 
 }  // namespace
