@@ -28,6 +28,11 @@ for n in names:
     for a in autos:
         s = [l for l in by[(n, a)]["auto_log"] if l.startswith("settle:")]
         txt = "; ".join(re.sub(r"^settle: \S+ ", "", l) for l in s)
+        # Timed calls lost to a thread change (callback API, issue 25).
+        lost = [re.search(r"(\d+) timed calls, (\d+) lost", l) for l in s]
+        lost = [f"{int(m[2]) / max(int(m[1]) + int(m[2]), 1):.1%}" for m in lost if m]
+        if lost:
+            txt += f" [lost to a thread change: {', '.join(lost)}]"
         out.append(f"- {n} {a}: {txt}")
 out += ["", "CPU us per call (medians; every round in brackets) and peak RSS MiB (medians):", ""]
 for n in names:
