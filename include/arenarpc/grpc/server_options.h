@@ -82,8 +82,10 @@ struct AutoOptions {
   // kRealCalls by default: side by side on the sync corpus it settled OTLP
   // logs in 85-96 calls (1.7-2.0 s) and traces in 11-13 s where the side
   // thread had not in 18 s, measuring 0.01-2.9 % of the CPU (side thread
-  // 0.3-4.1 %), CPU per call alike within the run's noise
-  // (docs/BENCHMARKS.md, "auto within its budget").
+  // 0.3-4.1 %), CPU per call alike within the run's noise; on the callback
+  // API the same logs in 86-129 calls (1.8-2.7 s), 0-10 % of timed calls
+  // lost to a thread change on OTLP (docs/BENCHMARKS.md, "auto within its
+  // budget", "Real calls on the callback API").
   AutoLearning learn = AutoLearning::kRealCalls;
 };
 
