@@ -84,8 +84,9 @@ struct AutoOptions {
   // thread had not in 18 s, measuring 0.01-2.9 % of the CPU (side thread
   // 0.3-4.1 %), CPU per call alike within the run's noise; on the callback
   // API the same logs in 86-129 calls (1.8-2.7 s), 0-10 % of timed calls
-  // lost to a thread change on OTLP (docs/BENCHMARKS.md, "auto within its
-  // budget", "Real calls on the callback API").
+  // lost to a thread change on OTLP, while small calls at 1,000 calls/s
+  // lost 84-100 % and fell back to the side thread (docs/BENCHMARKS.md,
+  // "auto within its budget", "Real calls on the callback API").
   AutoLearning learn = AutoLearning::kRealCalls;
 };
 
