@@ -317,7 +317,17 @@ AllocationMode AutoLearner::NextTrialMode() {
 }
 
 void AutoLearner::CancelTrial(AllocationMode mode) {
-  issued_[static_cast<int>(mode)].fetch_sub(1, std::memory_order_relaxed);
+  // Never below 0: a decision may have restarted since it was handed out.
+  std::atomic<int>& n = issued_[static_cast<int>(mode)];
+  int v = n.load(std::memory_order_relaxed);
+  while (v > 0 &&
+         !n.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
+  }
+}
+
+void AutoLearner::RestartDecision() {
+  internal::MutexLock lock(&mu_);
+  if (!state_.settled) StartDecision();
 }
 
 AllocationMode AutoLearner::ObserveCall(AllocationMode mode, double cost_ns,

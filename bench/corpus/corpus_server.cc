@@ -485,12 +485,17 @@ int main(int argc, char** argv) {
     if (m.automatic) {
       std::fprintf(stderr,
                    "settle: %s after %llu samples %llu calls %.2f s; "
-                   "%llu decisions, %llu modes dropped\n",
+                   "%llu decisions, %llu modes dropped; %llu timed calls, "
+                   "%llu lost, %llu side samples%s\n",
                    m.method.c_str(),
                    static_cast<unsigned long long>(m.settle_samples),
                    static_cast<unsigned long long>(m.settle_calls), m.settle_s,
                    static_cast<unsigned long long>(m.decisions),
-                   static_cast<unsigned long long>(m.dropped_modes));
+                   static_cast<unsigned long long>(m.dropped_modes),
+                   static_cast<unsigned long long>(m.timed_calls),
+                   static_cast<unsigned long long>(m.lost_calls),
+                   static_cast<unsigned long long>(m.side_samples),
+                   m.callback_fallback ? ", fell back to the side thread" : "");
     }
   }
   return 0;

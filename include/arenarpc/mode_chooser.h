@@ -193,6 +193,10 @@ class AutoLearner {
   // ...). CancelTrial(): that trial was not run after all.
   AllocationMode NextTrialMode();
   void CancelTrial(AllocationMode mode);
+  // Discards the samples of the decision under way (none if settled): the
+  // method changes how it learns (real calls to paired samples), and a
+  // decision does not mix the two. The running mode stays.
+  void RestartDecision();
   // Real calls: the share of a call in `mode` that is lost against the
   // cheapest measured mode so far (0 when it is the cheapest or unknown).
   double excess_share(AllocationMode mode) const {

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -91,6 +92,17 @@ struct MethodMeter::Impl {
   std::atomic<double> first_call_s{-1};
   std::atomic<double> call_ns{0};
   std::atomic<double> recheck_s{-1};
+  // kRealCalls: timed calls observed and lost (LoseTimedCall); callback
+  // trials ended in this window and lost in it; set once most of a window
+  // was lost (callback calls then learn on the side thread); samples the
+  // side thread measured for kAuto.
+  std::atomic<uint64_t> timed_calls{0};
+  std::atomic<uint64_t> lost_calls{0};
+  Mutex window_mu;
+  int window_ended ABSL_GUARDED_BY(window_mu) = 0;
+  int window_lost ABSL_GUARDED_BY(window_mu) = 0;
+  std::atomic<bool> callback_fallback{false};
+  std::atomic<uint64_t> side_samples{0};
 };
 
 namespace {
@@ -105,6 +117,10 @@ constexpr double kLearnMinBytes = 4096;
 // How often the idle measuring thread looks at kAuto's budget and re-check
 // times (a clock read or two: nothing next to the 2 %).
 constexpr auto kRefreshPeriod = std::chrono::milliseconds(100);
+// kRealCalls on callback calls: the window of trials looked at, and how
+// many of them may be lost before the method learns on the side thread.
+constexpr int kLossWindow = 32;
+constexpr int kMaxLostInWindow = kLossWindow / 2;
 
 double CpuNs(clockid_t clock) {
   timespec ts;
@@ -170,6 +186,8 @@ class Worker {
       auto_share_ = any_auto_ ? std::min(auto_share_, share) : share;
       any_auto_ = true;
       auto_budget_.set_share(auto_share_);
+      // kRealCalls' allowance read under a larger share is read again.
+      real_allowance_ns_.store(0, std::memory_order_relaxed);
     }
   }
 
@@ -340,6 +358,7 @@ class Worker {
       return;
     }
     m.learner.Observe(total, now);
+    m.side_samples.fetch_add(1, std::memory_order_relaxed);
     if (!m.decided.load(std::memory_order_relaxed) && !m.learner.wants()) {
       m.settle_calls.store(m.calls_to_decide.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);
@@ -475,6 +494,10 @@ MeasuredMethodStats StatsOf(MethodMeter::Impl& m) {
                                        ? m.first_call_s.load()
                                        : m.first_sample_s);
     }
+    s.timed_calls = m.timed_calls.load(std::memory_order_relaxed);
+    s.lost_calls = m.lost_calls.load(std::memory_order_relaxed);
+    s.side_samples = m.side_samples.load(std::memory_order_relaxed);
+    s.callback_fallback = m.callback_fallback.load(std::memory_order_relaxed);
     s.dropped = m.dropped.load(std::memory_order_relaxed);
     s.malformed = m.malformed.load(std::memory_order_relaxed);
     s.captured = m.captured.load(std::memory_order_relaxed);
@@ -541,14 +564,22 @@ bool MethodMeter::ShouldSample(bool auto_side) {
 
 double MethodMeter::ThreadCpuNs() { return CpuNs(CLOCK_THREAD_CPUTIME_ID); }
 
-bool MethodMeter::LearnsOnCall(double sync_request_bytes) const {
-  return impl_->real_calls() && sync_request_bytes >= 0;
+uint64_t AssignCallThread() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-AllocationMode MethodMeter::ModeForCall(double sync_request_bytes,
+bool MethodMeter::LearnsOnCall(double request_bytes) const {
+  if (!impl_->real_calls()) return false;
+  if (request_bytes >= 0) return true;  // sync
+  return request_bytes == kCallBytesAtRelease &&
+         !impl_->callback_fallback.load(std::memory_order_relaxed);
+}
+
+AllocationMode MethodMeter::ModeForCall(double request_bytes,
                                         CallTiming* timing) {
   Impl& m = *impl_;
-  if (!LearnsOnCall(sync_request_bytes)) return mode();
+  if (!LearnsOnCall(request_bytes)) return mode();
   if (!m.learner.wants()) {
     // Settled: one steady-clock read a call, for the re-check.
     const double recheck = m.recheck_s.load(std::memory_order_relaxed);
@@ -571,7 +602,8 @@ AllocationMode MethodMeter::ModeForCall(double sync_request_bytes,
                                          std::memory_order_relaxed);
   timing->meter = this;
   timing->mode = trial;
-  timing->bytes = sync_request_bytes;
+  timing->callback = timing->request_bytes_at_release = request_bytes < 0;
+  timing->bytes = std::max(request_bytes, 0.0);
   timing->start_ns = ThreadCpuNs();
   return trial;
 }
@@ -579,8 +611,18 @@ AllocationMode MethodMeter::ModeForCall(double sync_request_bytes,
 void MethodMeter::EndTimedCall(const CallTiming& timing) {
   const double end = ThreadCpuNs();
   Impl& m = *impl_;
-  const double cost = end - timing.start_ns;
+  if (timing.callback) {
+    // A callback call: counted in its window; not observed once the method
+    // learns on the side thread (the learner restarted for paired samples).
+    if (m.callback_fallback.load(std::memory_order_relaxed)) {
+      LoseTimedCall(timing);
+      return;
+    }
+    CountCallbackTrial(/*lost=*/false);
+  }
+  const double cost = end - timing.start_ns - timing.excluded_ns;
   const double now = NowS();
+  m.timed_calls.fetch_add(1, std::memory_order_relaxed);
   m.learner.ObserveCall(timing.mode, cost, timing.bytes, now);
   const double avg = m.call_ns.load(std::memory_order_relaxed);
   m.call_ns.store(avg <= 0 ? cost : avg + 0.25 * (cost - avg),
@@ -595,7 +637,46 @@ void MethodMeter::EndTimedCall(const CallTiming& timing) {
   // Billed: the share of this call lost to a dearer mode, the bookkeeping
   // and the two clock reads around the call.
   Worker::Get().SpendRealCalls(m.learner.excess_share(timing.mode) * cost +
-                               ThreadCpuNs() - end + 2 * Worker::ClockReadNs());
+                               timing.sizing_ns + ThreadCpuNs() - end +
+                               2 * Worker::ClockReadNs());
+}
+
+void MethodMeter::LoseTimedCall(const CallTiming& timing) {
+  const double start = ThreadCpuNs();
+  Impl& m = *impl_;
+  m.lost_calls.fetch_add(1, std::memory_order_relaxed);
+  m.learner.CancelTrial(timing.mode);
+  if (timing.callback) CountCallbackTrial(/*lost=*/true);
+  // Billed as a timed call is: the excess of its mode, at what timed calls
+  // cost lately (its own cost is not known here), and the clock reads.
+  Worker::Get().SpendRealCalls(m.learner.excess_share(timing.mode) *
+                                   m.call_ns.load(std::memory_order_relaxed) +
+                               timing.sizing_ns + ThreadCpuNs() - start +
+                               3 * Worker::ClockReadNs());
+}
+
+void MethodMeter::CountCallbackTrial(bool lost) {
+  Impl& m = *impl_;
+  uint64_t window_lost = 0;
+  {
+    MutexLock lock(&m.window_mu);
+    ++m.window_ended;
+    if (lost) ++m.window_lost;
+    if (m.window_ended < kLossWindow) return;
+    window_lost = static_cast<uint64_t>(m.window_lost);
+    m.window_ended = m.window_lost = 0;
+  }
+  if (window_lost <= static_cast<uint64_t>(kMaxLostInWindow)) return;
+  if (m.callback_fallback.exchange(true, std::memory_order_relaxed)) return;
+  // Its samples so far were real calls: the side thread's are paired, a
+  // decision does not mix the two.
+  m.learner.RestartDecision();
+  std::fprintf(stderr,
+               "arenarpc: kAuto on %s: %llu of the last %d timed callback "
+               "calls ended on another thread (or around another call); it "
+               "learns on the measuring thread from now on\n",
+               m.name.c_str(), static_cast<unsigned long long>(window_lost),
+               kLossWindow);
 }
 
 void MethodMeter::Submit(std::string request,

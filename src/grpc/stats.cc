@@ -245,7 +245,21 @@ void RenderMeasured(Writer& w, std::string_view kind,
       {"captured_total", "Sampled requests written to the capture directory.",
        &MeasuredMethodStats::captured},
   };
+  static constexpr Counter kAutoCounters[] = {
+      {"timed_calls_total", "Real calls timed in a mode (kRealCalls).",
+       &MeasuredMethodStats::timed_calls},
+      {"lost_calls_total",
+       "Timed calls lost: a callback call that ended on another thread or "
+       "around another call (not observed).",
+       &MeasuredMethodStats::lost_calls},
+  };
   for (const Counter& c : kCounters) {
+    w.Family(p + c.suffix, "counter", c.help);
+    for (const MeasuredMethodStats& a : methods)
+      w.Sample(p + c.suffix, method(a), a.*c.field);
+  }
+  if (!automatic) return;
+  for (const Counter& c : kAutoCounters) {
     w.Family(p + c.suffix, "counter", c.help);
     for (const MeasuredMethodStats& a : methods)
       w.Sample(p + c.suffix, method(a), a.*c.field);

@@ -5,7 +5,7 @@ import json, re, sys
 res = json.load(open(sys.argv[1]))
 by = {(r["service"], r["config"]): r for r in res}
 names = list(dict.fromkeys(r["service"] for r in res))
-autos = [c for c in ("auto", "auto+real") if any(k[1] == c for k in by)]
+autos = [c for c in ("auto", "auto+real", "auto+side") if any(k[1] == c for k in by)]
 g = lambda n, c: by[(n, c)]["cpu_us_per_call"]
 out = ["| service | request KiB | calls/s | plain | arena | reuse | best fixed | " +
        " | ".join(f"{a} | {a} / best | {a} / plain | {a} chose | {a} peak RSS / chosen's | {a} measuring share (rounds)" for a in autos) + " |",
@@ -28,6 +28,11 @@ for n in names:
     for a in autos:
         s = [l for l in by[(n, a)]["auto_log"] if l.startswith("settle:")]
         txt = "; ".join(re.sub(r"^settle: \S+ ", "", l) for l in s)
+        # Timed calls lost to a thread change (callback API, issue 25).
+        lost = [re.search(r"(\d+) timed calls, (\d+) lost", l) for l in s]
+        lost = [f"{int(m[2]) / max(int(m[1]) + int(m[2]), 1):.1%}" for m in lost if m]
+        if lost:
+            txt += f" [lost to a thread change: {', '.join(lost)}]"
         out.append(f"- {n} {a}: {txt}")
 out += ["", "CPU us per call (medians; every round in brackets) and peak RSS MiB (medians):", ""]
 for n in names:

@@ -22,9 +22,12 @@
 //    reactor's OnDone; sync API: once the response is sent).
 //  - kReuse: borrowed from process-wide MessagePool<T>s (DefaultMessagePool,
 //    one per message type) and returned cleared, the pool's guards applied.
-//  - kAuto: per method, one of the three above, picked by measuring a
-//    random few calls off the request path; starts on kArena. Choices and
-//    costs: GetGrpcStats().auto_methods and the Prometheus text.
+//  - kAuto: per method, one of the three above, picked by measuring: sync
+//    and callback calls served in turn in each mode and timed where they
+//    run (kRealCalls, the default), or a sampled few parsed again off the
+//    request path (kSideThread; async calls always); starts on kArena.
+//    Choices and costs: GetGrpcStats().auto_methods and the Prometheus
+//    text (arenarpc/grpc/server_options.h, AutoLearning).
 // Over ServerOptions::max_pooled_bytes, kArena and kReuse (and kAuto's
 // picks) serve heap messages instead. The kill switch
 // (arenarpc/grpc/kill_switch.h) turns every mode into kHeap.
@@ -162,16 +165,16 @@ class MeteredMessageAllocator final
   const internal::MethodMeter& meter() const { return meter_; }
 
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
-    const double sync_bytes = internal::sync_call_request_bytes;
+    const double request_bytes = internal::next_call_request_bytes;
     internal::MethodMeter::CallTiming timing;
-    AllocationMode mode = meter_.ModeForCall(sync_bytes, &timing);
+    AllocationMode mode = meter_.ModeForCall(request_bytes, &timing);
     if (mode != AllocationMode::kHeap && internal::OverPooledCap()) {
       mode = AllocationMode::kHeap;
       timing.meter = nullptr;  // not the mode it was to be timed in
     }
     internal::MethodMeter* sampler =
-        meter_.ShouldSample(!meter_.LearnsOnCall(sync_bytes)) ? &meter_
-                                                              : nullptr;
+        meter_.ShouldSample(!meter_.LearnsOnCall(request_bytes)) ? &meter_
+                                                                 : nullptr;
     internal::RecordAllocate(mode);
     switch (mode) {
       case AllocationMode::kArena:

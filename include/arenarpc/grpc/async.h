@@ -110,7 +110,11 @@ class AsyncMethod {
 
   // The messages of one call (take them before RequestXxx).
   CallMessages<Req, Resp> NewCall() {
-    return CallMessages<Req, Resp>(allocator_->AllocateMessages());
+    // Not a window kAuto can time (internal::kCallNotTimed).
+    internal::next_call_request_bytes = internal::kCallNotTimed;
+    ::grpc::MessageHolder<Req, Resp>* holder = allocator_->AllocateMessages();
+    internal::next_call_request_bytes = internal::kCallBytesAtRelease;
+    return CallMessages<Req, Resp>(holder);
   }
   const MethodInstall& report() const { return report_; }
 

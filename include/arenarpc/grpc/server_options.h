@@ -46,15 +46,34 @@ namespace arenarpc {
 //    thread and parsed again in every measured mode on one low-priority
 //    thread (a paired test: every mode on the same bytes). Its cost: the
 //    copies, the parses, the thread; one sample holds a parsed copy.
-//  - kRealCalls (sync API methods; others learn on the side thread): while
-//    learning, calls are served in turn in each mode still measured and the
-//    calling thread's CPU from AllocateMessages to the holder's Release is
-//    the call's cost in that mode (per wire byte; an unpaired test,
+//  - kRealCalls (sync and callback API unary methods; async and streaming
+//    methods learn on the side thread, see below): while learning, calls
+//    are served in turn in each mode still measured and the calling
+//    thread's CPU from AllocateMessages to the holder's Release is the
+//    call's cost in that mode (per wire byte; an unpaired test,
 //    arenarpc/mode_chooser.h). Nothing is copied or parsed again. Its cost,
 //    what the budget counts: each measured call's CPU times the share by
 //    which its mode is dearer than the cheapest measured so far (calls
 //    served in a worse mode), plus its clock reads; a call is measured only
 //    while that fits (plus the calls in flight).
+//    Sync: gRPC runs the parse, the handler and Release on one thread.
+//    Callback: gRPC parses right after AllocateMessages and usually runs
+//    the handler and Release on that thread; a call is counted only if its
+//    Release runs on the allocating thread with no other call's messages
+//    made or released there in between, and its request's bytes are
+//    counted at Release (ByteSizeLong, billed). Otherwise (a handler that
+//    finishes from another thread, a response written later by a poller)
+//    the call is lost: not counted, billed at its mode's excess, counted in
+//    MeasuredMethodStats::lost_calls. A method that loses more than half of
+//    a window of 32 such calls learns on the side thread from then on
+//    (callback_fallback, logged once). A call that comes back to its thread
+//    after the thread polled counts that polling too (noise, alike for
+//    every mode).
+//    Async (arenarpc/grpc/async.h) and streaming: not timed. An async
+//    call's messages are taken before the call exists and gRPC parses into
+//    them inside whichever thread's CompletionQueue::Next() gets the tag,
+//    so no one thread's window covers the parse; a clock over part of the
+//    call would not see what the modes differ in.
 enum class AutoLearning { kSideThread, kRealCalls };
 
 struct AutoOptions {
@@ -63,8 +82,11 @@ struct AutoOptions {
   // kRealCalls by default: side by side on the sync corpus it settled OTLP
   // logs in 85-96 calls (1.7-2.0 s) and traces in 11-13 s where the side
   // thread had not in 18 s, measuring 0.01-2.9 % of the CPU (side thread
-  // 0.3-4.1 %), CPU per call alike within the run's noise
-  // (docs/BENCHMARKS.md, "auto within its budget").
+  // 0.3-4.1 %), CPU per call alike within the run's noise; on the callback
+  // API the same logs in 86-129 calls (1.8-2.7 s), 0-10 % of timed calls
+  // lost to a thread change on OTLP, while small calls at 1,000 calls/s
+  // lost 84-100 % and fell back to the side thread (docs/BENCHMARKS.md,
+  // "auto within its budget", "Real calls on the callback API").
   AutoLearning learn = AutoLearning::kRealCalls;
 };
 

@@ -107,6 +107,16 @@ struct MeasuredMethodStats {
   uint64_t settle_samples = 0;
   uint64_t settle_calls = 0;
   double settle_s = 0;
+  // kAuto, how it learned: calls timed on the real calls (kRealCalls),
+  // timed calls lost (a callback call that ended on another thread than it
+  // began, or around another call's messages: not observed, billed), and
+  // samples the measuring thread took. `callback_fallback`: its callback
+  // calls lost more than half of a window of 32 trials, so it learns on
+  // the measuring thread from then on (logged once).
+  uint64_t timed_calls = 0;
+  uint64_t lost_calls = 0;
+  uint64_t side_samples = 0;
+  bool callback_fallback = false;
 };
 using AutoMethodStats = MeasuredMethodStats;
 // Every measured method; GetAutoMethodStats() only kAuto's.

@@ -33,11 +33,21 @@ void RegisterMessagePoolTrim(void (*trim)(void*, std::chrono::milliseconds),
 // (SetBackgroundThreadStarterForTesting). True if it trimmed for the cap.
 bool IdleTrimTickForTesting(std::chrono::steady_clock::time_point now);
 
-// The sync handler's word to the allocator it calls next on the same
-// thread: the request's wire bytes; -1 outside that window (callback and
-// async calls). A sync call runs from AllocateMessages to the holder's
-// Release on that one thread, so kAuto can time it there (kRealCalls).
-inline constinit thread_local double sync_call_request_bytes = -1;
+// A handler's word to the allocator it calls next on the same thread, for
+// kAuto's real-call learning (kRealCalls):
+//  - >= 0: a sync call, its request's wire bytes (the sync handler sets it
+//    around AllocateMessages). A sync call runs from AllocateMessages to the
+//    holder's Release on that one thread.
+//  - kCallBytesAtRelease (the value outside any window): gRPC's callback
+//    handler, which gives no word. It parses right after AllocateMessages
+//    and often runs the handler and Release on the same thread; the
+//    request's bytes are taken at Release (timed calls only).
+//  - kCallNotTimed: an async CallMessages (arenarpc/grpc/async.h), taken
+//    before its call exists: no window covers the call's parse.
+inline constexpr double kCallBytesAtRelease = -1;
+inline constexpr double kCallNotTimed = -2;
+inline constinit thread_local double next_call_request_bytes =
+    kCallBytesAtRelease;
 
 // True if the pooled-memory cap is set and exceeded now (then also asks
 // the trimming thread to trim the depots); counts the fallback call.

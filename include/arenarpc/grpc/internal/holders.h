@@ -38,12 +38,13 @@ class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
     if (!request_.has_value()) return;
     RecordFreeRequest(AllocationMode::kHeap);
     sampled_.BeforeFreeRequest(*request_);
+    timed_.BeforeFreeRequest(*request_);
     this->set_request(nullptr);
     request_.reset();
   }
   void Release() override {
     sampled_.AtRelease(this->request(), response_);
-    timed_.AddResponse(response_);
+    timed_.AtRelease(this->request(), response_);
     RecordRelease(AllocationMode::kHeap, 0);
     delete this;
   }
@@ -70,12 +71,13 @@ class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
     RecordFreeRequest(AllocationMode::kArena);
     request_bytes_ = request_arena_->SpaceAllocated();
     sampled_.BeforeFreeRequest(*this->request());
+    timed_.BeforeFreeRequest(*this->request());
     this->set_request(nullptr);
     request_arena_.reset();  // destroys the request, pages back to the pool
   }
   void Release() override {
     sampled_.AtRelease(this->request(), *this->response());
-    timed_.AddResponse(*this->response());
+    timed_.AtRelease(this->request(), *this->response());
     uint64_t bytes = response_arena_.SpaceAllocated();
     bytes += request_arena_.has_value() ? request_arena_->SpaceAllocated()
                                         : request_bytes_;
@@ -108,12 +110,13 @@ class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
     if (!request_) return;
     RecordFreeRequest(AllocationMode::kReuse);
     sampled_.BeforeFreeRequest(*request_);
+    timed_.BeforeFreeRequest(*request_);
     this->set_request(nullptr);
     request_.reset();  // cleared and back to its pool
   }
   void Release() override {
     sampled_.AtRelease(this->request(), *response_);
-    timed_.AddResponse(*response_);
+    timed_.AtRelease(this->request(), *response_);
     RecordRelease(AllocationMode::kReuse, 0);
     // The pool sizes the response from the cached size gRPC's
     // serialization left (no second walk).

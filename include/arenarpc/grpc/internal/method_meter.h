@@ -14,6 +14,7 @@
 #include <google/protobuf/message.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -34,22 +35,43 @@ class MethodMeter {
               const AutoOptions& automatic = {});
   // The mode calls run in now.
   AllocationMode mode() const;
-  // The mode of one call. kAuto with kRealCalls, on a sync call
-  // (`sync_request_bytes` >= 0, see sync_call_request_bytes): while it
-  // learns and the budget has room, a mode to try, and `timing` set (the
+  // The mode of one call. kAuto with kRealCalls, `request_bytes` as
+  // next_call_request_bytes (arenarpc/grpc/internal/counters.h): a sync
+  // call (bytes known) or a callback call (bytes taken at release): while
+  // it learns and the budget has room, a mode to try, and `timing` set (the
   // clock started); otherwise mode().
   struct CallTiming {
     MethodMeter* meter = nullptr;  // null: not timed
     AllocationMode mode = AllocationMode::kArena;
     double start_ns = 0;
-    double bytes = 0;  // on the wire, request (and response at release)
+    double bytes = 0;       // on the wire: request (unless taken at release),
+                            // and the response's, added at release
+    bool callback = false;  // a callback call
+    bool request_bytes_at_release = false;  // its request not sized yet
+    // The thread the clock runs on, and its holder events then (TimedCall).
+    uint64_t thread = 0;
+    uint64_t events = 0;
+    // Sizing the request at release: on the clock's thread (not the call's
+    // cost), and in all (billed).
+    double excluded_ns = 0;
+    double sizing_ns = 0;
   };
-  AllocationMode ModeForCall(double sync_request_bytes, CallTiming* timing);
+  AllocationMode ModeForCall(double request_bytes, CallTiming* timing);
   // True if this method learns on real calls for calls like this one (then
-  // ShouldSample's kAuto part must not also sample it).
-  bool LearnsOnCall(double sync_request_bytes) const;
-  // The timed call's end: its cost, into the learner and the budget.
+  // ShouldSample's kAuto part must not also sample it): kRealCalls, a sync
+  // or callback call, and for a callback call only while its timed calls
+  // mostly end where they began (see LoseTimedCall).
+  bool LearnsOnCall(double request_bytes) const;
+  // The timed call's end on the thread it began on, with no other call's
+  // holder made or released there in between: its cost, into the learner
+  // and the budget.
   void EndTimedCall(const CallTiming& timing);
+  // A timed call that ended on another thread, or around another call's
+  // holder: not observed (the trial is handed out again), billed as if it
+  // cost what timed calls cost lately, counted (lost_calls). If more than
+  // half the callback trials of a window of 32 are lost, the method learns
+  // on the side thread from then on (counted, logged once).
+  void LoseTimedCall(const CallTiming& timing);
   // True for the calls whose messages are measured: under kAuto, while it
   // learns, the next call once its budget has room (one at a time; not
   // when `auto_side` is false); and a random 1 in sample_one_in when shadow
@@ -71,25 +93,83 @@ class MethodMeter {
   struct Impl;
 
  private:
+  // A callback trial ended (timed or lost): its loss window.
+  void CountCallbackTrial(bool lost);
+
   Impl* const impl_;  // never destroyed
 };
 
+// The calling thread's identity (never 0, never reused) and its count of
+// holder events (a holder made or released on it): a timed call's clock is
+// the thread's CPU, which means the call's own only if it ends on the
+// thread it began on with no other holder event in between.
+struct ThreadCallEvents {
+  uint64_t thread = 0;  // 0: not assigned yet
+  uint64_t events = 0;
+};
+inline constinit thread_local ThreadCallEvents thread_call_events;
+uint64_t AssignCallThread();  // a fresh identity (src/grpc/method_meter.cc)
+inline uint64_t CallThread() {
+  uint64_t& t = thread_call_events.thread;
+  if (t == 0) [[unlikely]]
+    t = AssignCallThread();
+  return t;
+}
+
 // A holder's first member (destroyed last, after the call's messages were
-// freed): ends a timed call's clock (kRealCalls).
+// freed): counts the thread's holder events, and ends a timed call's clock
+// (kRealCalls) or loses it (LoseTimedCall).
 class TimedCall {
  public:
-  explicit TimedCall(const MethodMeter::CallTiming& timing) : t_(timing) {}
+  explicit TimedCall(const MethodMeter::CallTiming& timing) : t_(timing) {
+    const uint64_t events = ++thread_call_events.events;
+    if (t_.meter != nullptr) {
+      t_.thread = CallThread();
+      t_.events = events;
+    }
+  }
   TimedCall(const TimedCall&) = delete;
   TimedCall& operator=(const TimedCall&) = delete;
   ~TimedCall() {
-    if (t_.meter != nullptr) t_.meter->EndTimedCall(t_);
+    if (t_.meter != nullptr) {
+      if (InWindow()) {
+        t_.meter->EndTimedCall(t_);
+      } else {
+        t_.meter->LoseTimedCall(t_);
+      }
+    }
+    ++thread_call_events.events;
   }
-  // At Release: the response's bytes, cached by its serialization.
-  void AddResponse(const google::protobuf::Message& response) {
-    if (t_.meter != nullptr) t_.bytes += response.GetCachedSize();
+  // A callback call's request freed early (FreeRequest): its bytes now.
+  void BeforeFreeRequest(const google::protobuf::Message& request) {
+    if (t_.meter != nullptr && t_.request_bytes_at_release)
+      SizeRequest(request);
+  }
+  // At Release: the response's bytes, cached by its serialization, and a
+  // callback call's request's (walked: its cost is not the call's, and is
+  // billed). Nothing when the call is lost anyway.
+  void AtRelease(const google::protobuf::Message* request,
+                 const google::protobuf::Message& response) {
+    if (t_.meter == nullptr || !InWindow()) return;
+    t_.bytes += response.GetCachedSize();
+    if (t_.request_bytes_at_release && request != nullptr)
+      SizeRequest(*request);
   }
 
  private:
+  bool InWindow() const {
+    return thread_call_events.thread == t_.thread &&
+           thread_call_events.events == t_.events;
+  }
+  void SizeRequest(const google::protobuf::Message& request) {
+    const double start = MethodMeter::ThreadCpuNs();
+    t_.bytes += static_cast<double>(request.ByteSizeLong());
+    const double ns = MethodMeter::ThreadCpuNs() - start;
+    t_.request_bytes_at_release = false;  // taken
+    t_.sizing_ns += ns;
+    if (thread_call_events.thread == t_.thread) t_.excluded_ns += ns;
+  }
+
   MethodMeter::CallTiming t_;
 };
 

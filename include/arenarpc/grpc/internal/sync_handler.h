@@ -83,10 +83,10 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
                     ::grpc::Status* status, void** /*handler_data*/) override {
     // The holder may time the call (kAuto, kRealCalls): Deserialize, the
     // handler and Release all run on this thread.
-    sync_call_request_bytes =
+    next_call_request_bytes =
         req == nullptr ? 0 : static_cast<double>(grpc_byte_buffer_length(req));
     Holder* holder = allocator_->AllocateMessages();
-    sync_call_request_bytes = -1;
+    next_call_request_bytes = kCallBytesAtRelease;
     ParseTarget<Req> target{holder->request()};
     if (::grpc::internal::UnaryDeserializeHelper(req, status, &target) ==
         nullptr) {

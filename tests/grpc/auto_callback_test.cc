@@ -1,0 +1,165 @@
+// kAuto learning on the real calls of callback-API methods
+// (AutoLearning::kRealCalls): a call is timed where gRPC's callback handler
+// allocates its messages, and counted only if its holder is released on
+// that thread with no other call's holder made or released there in
+// between. Own binary: kAuto's budget is process-wide, and these tests
+// want every call timed (share 1.0).
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "arenarpc/grpc/install.h"
+#include "arenarpc/grpc/stats.h"
+#include "arenarpc/mode_chooser.h"
+#include "echo_service.h"
+#include "grpc/grpc_test_util.h"
+
+namespace arenarpc {
+namespace {
+
+using echo::EchoRequest;
+using echo::EchoResponse;
+using echo::EchoService;
+using testing::EchoServer;
+using testing::WaitFor;
+
+MeasuredMethodStats StatsOf(const std::string& method) {
+  for (const MeasuredMethodStats& s : GetMeasuredMethodStats()) {
+    if (s.method == method) return s;
+  }
+  return {};
+}
+
+ServerOptions RealCalls() {
+  ServerOptions options(AllocationMode::kAuto);
+  options.automatic.learn = AutoLearning::kRealCalls;
+  options.automatic.max_cpu_share = 1.0;  // every call may be timed
+  return options;
+}
+
+bool Call(EchoService::Stub& stub, int delay_ms) {
+  grpc::ClientContext context;
+  EchoRequest request;
+  echo::BuildEchoRequest(20, 1, &request);
+  request.set_delay_ms(delay_ms);
+  EchoResponse response;
+  return stub.Echo(&context, request, &response).ok();
+}
+
+// Calls one at a time, finished in the handler: the holder is released on
+// the thread that allocated it, so the method settles on timed calls alone
+// (none measured on the measuring thread).
+TEST(AutoCallbackTest, SettlesOnTimedCallbackCalls) {
+  EchoServer server(RealCalls());
+  auto stub = EchoService::NewStub(server.NewChannel());
+  const std::string method = "arenarpc.echo.EchoService/Echo";
+  // A decision takes at most 32 timed calls per mode (AutoLearnerOptions).
+  for (int i = 0; i < 2000 && !StatsOf(method).settled; ++i) {
+    ASSERT_TRUE(Call(*stub, 0));
+  }
+  const MeasuredMethodStats s = StatsOf(method);
+  EXPECT_TRUE(s.settled);
+  EXPECT_GT(s.timed_calls, 0u);
+  EXPECT_EQ(s.side_samples, 0u);
+  EXPECT_FALSE(s.callback_fallback);
+  EXPECT_EQ(s.samples, s.timed_calls);  // every sample a timed call
+  EXPECT_GT(s.settle_calls, 0u);
+}
+
+// A handler that finishes from another thread (delay_ms: the service's
+// finisher thread calls Finish): the holder is mostly released off the
+// allocating thread (sometimes back on it after it polled: then timed), so
+// most trials are lost, billed, counted; once more than half of a window
+// of 32 is lost the method learns on the measuring thread, and its
+// callback calls are timed no more. (That a release on another thread is
+// never timed: auto_budget_test, on the allocator.)
+TEST(AutoCallbackTest, CallsFinishedOnAnotherThreadFallBackToTheSideThread) {
+  echo::EchoServiceImpl service;
+  const std::string method = "t.Moved/Echo";
+  const MethodInstall install = InstallCallbackMethod(
+      &service, RealCalls(), method,
+      &EchoService::CallbackService::SetMessageAllocatorFor_Echo);
+  ASSERT_TRUE(install.served) << install.reason;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = EchoService::NewStub(
+      testing::NewTestChannel("127.0.0.1:" + std::to_string(port)));
+  for (int i = 0; i < 2000 && !StatsOf(method).callback_fallback; ++i) {
+    ASSERT_TRUE(Call(*stub, 1));
+  }
+  MeasuredMethodStats s = StatsOf(method);
+  ASSERT_TRUE(s.callback_fallback);
+  EXPECT_GT(s.lost_calls, 16u);
+  EXPECT_GT(s.lost_calls, s.timed_calls);
+  EXPECT_EQ(s.side_samples, 0u);
+  const uint64_t timed = s.timed_calls;
+  // From now on its calls are sampled for the measuring thread.
+  EXPECT_TRUE(WaitFor([&] {
+    EXPECT_TRUE(Call(*stub, 1));
+    return StatsOf(method).side_samples > 0;
+  }));
+  EXPECT_EQ(StatsOf(method).timed_calls, timed);
+  server->Shutdown(std::chrono::system_clock::now());
+  service.Stop();
+  server->Wait();
+}
+
+// The budget holds on callback calls: a call is timed only while what
+// learning has spent, with its expected excess, fits the share. Last in
+// this binary: its tiny share becomes the process's (the smallest wins).
+TEST(AutoCallbackTest, TimedCallbackCallsKeepToTheBudget) {
+  MeteredMessageAllocator<EchoRequest, EchoResponse> allocator(
+      "/t.C/Budget", [] {
+        ServerOptions o = RealCalls();
+        o.automatic.max_cpu_share = 0.001;
+        return o;
+      }());
+  EchoRequest request;
+  echo::BuildEchoRequest(5, 1, &request);
+  const std::string bytes = request.SerializeAsString();
+  // Calls of these bytes: heap 20 ms, arena 10 ms, reuse 2 ms of CPU. Timed
+  // without a budget, heap's and arena's trials would bill 18 and 8 ms
+  // each until dropped (at least 3 of each).
+  const double cost[] = {20e6, 10e6, 2e6};
+  const double spent_before = internal::AutoLearningCpuNsForTest();
+  for (int call = 0; call < 100; ++call) {
+    auto* holder = allocator.AllocateMessages();
+    ASSERT_TRUE(holder->request()->ParseFromString(bytes));
+    AllocationMode mode = AllocationMode::kHeap;
+    if (dynamic_cast<internal::ReuseHolder<EchoRequest, EchoResponse>*>(
+            holder) != nullptr) {
+      mode = AllocationMode::kReuse;
+    } else if (dynamic_cast<internal::ArenaHolder<EchoRequest, EchoResponse>*>(
+                   holder) != nullptr) {
+      mode = AllocationMode::kArena;
+    }
+    const double start = internal::MethodMeter::ThreadCpuNs();
+    volatile uint64_t x = 1;
+    while (internal::MethodMeter::ThreadCpuNs() - start <
+           cost[static_cast<int>(mode)]) {
+      x = x * 3 + 1;
+    }
+    holder->Release();
+  }
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  const double process = ts.tv_sec * 1e9 + ts.tv_nsec;
+  // The share and the start-up credit (or what the tests above, on a
+  // larger share, spent already), and one call's excess in flight.
+  EXPECT_LE(internal::AutoLearningCpuNsForTest(),
+            std::max(spent_before,
+                     0.001 * process + LearningBudget::kDefaultCreditNs) +
+                18e6);
+}
+
+}  // namespace
+}  // namespace arenarpc
