@@ -57,7 +57,7 @@ namespace arenarpc::internal {
 struct FixedPoolOptions {
   size_t block_size = size_t{256} << 10;  // raised to hold 16 slots
   uint32_t magazine_size = 256;           // in [1, 2^20]
-  uint32_t max_empty_magazines = 256;     // across all shards
+  uint32_t max_empty_magazines = 256;     // across all shards; see Shard
   uint32_t depot_shards = 0;  // 0: twice the hardware threads, in [4, 64]
 };
 
