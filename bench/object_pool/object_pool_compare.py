@@ -82,11 +82,28 @@ def competitors(bench_dir, full):
 
 
 class Runner:
-    def __init__(self, raw):
+    def __init__(self, raw, replay=None):
         self.raw = raw
+        # --replay: each command's output from an earlier --raw file, in order.
+        self.replay = None
+        if replay:
+            self.replay = defaultdict(list)
+            cur = None
+            for line in open(replay):
+                line = line.rstrip("\n")
+                if line.startswith("$ "):
+                    cur = line[2:]
+                    self.replay[cur].append([])
+                elif cur is not None:
+                    self.replay[cur][-1].append(line)
 
     def run(self, comp, args):
         label, binary, alloc, lib, expect = comp
+        if self.replay is not None:
+            cmd = [binary, f"--alloc={alloc}", f"--label={label}"] + args
+            shown = (f"LD_PRELOAD={lib} " if lib else "") + " ".join(cmd)
+            outputs = self.replay.get(shown)
+            return outputs.pop(0)[1:] if outputs else []
         env = dict(os.environ)
         env.pop("LD_PRELOAD", None)
         if lib:
@@ -132,6 +149,8 @@ def main():
     ap.add_argument("--skip-time", action="store_true")
     ap.add_argument("--skip-memory", action="store_true", help="no RSS / producer-consumer runs")
     ap.add_argument("--raw", default=os.devnull, help="every command and its output")
+    ap.add_argument("--replay", help="tabulate and plot an earlier --raw file instead of "
+                    "running (same flags as that run)")
     ap.add_argument("--plot", default=os.path.join(root, "docs", "object_pool_threads.png"),
                     help="both panels: 64 B time per thread count, speedup per size")
     ap.add_argument("--plot-threads", help="also the first panel alone (e.g. "
@@ -145,7 +164,7 @@ def main():
         comps = [c for c in comps if c[0] in keep]
     labels = [c[0] for c in comps]
     os.makedirs(os.path.dirname(os.path.abspath(a.raw)), exist_ok=True)
-    runner = Runner(open(a.raw, "w"))
+    runner = Runner(open(a.raw, "w"), a.replay)
 
     print(f"# object_pool_bench: {a.objects} objects/thread, one byte written each, "
           f"shuffled frees, {a.rounds} rounds, median of {a.reps} interleaved reps; "
