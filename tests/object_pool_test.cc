@@ -205,6 +205,34 @@ TEST(ObjectPoolTest, MagazineAllocationFailureLeavesNoAliasedMagazines) {
   EXPECT_EQ(pool.Stats().objects_in_use, 0u);
 }
 
+// A depot drained and filled again reuses the magazines it emptied: the
+// refill takes none from the heap (issue 29: freeing and re-allocating them
+// every cycle made glibc trim and re-fault its per-thread arenas). Trim()
+// frees them.
+TEST(ObjectPoolTest, DrainedMagazinesAreKeptForTheNextRefill) {
+  ObjectPoolOptions o;
+  o.magazine_size = 4;
+  o.max_empty_magazines = 0;  // spares only from the peak rule
+  o.depot_shards = 1;
+  ObjectPool<Payload> pool(o);
+  std::vector<Payload*> objects = NewDistinct(pool, 64);
+  EXPECT_EQ(DeleteAll(pool, objects), 0);  // the depot fills: 14 magazines
+  objects = NewDistinct(pool, 64);         // and drains: 14 spares
+  internal::FailMagazineAllocationsForTest(1 << 30);
+  EXPECT_EQ(DeleteAll(pool, objects), 0);  // refilled from the spares
+  internal::FailMagazineAllocationsForTest(0);
+  EXPECT_EQ(pool.Stats().objects_lost, 0u);
+  EXPECT_EQ(pool.Stats().objects_in_use, 0u);
+
+  objects = NewDistinct(pool, 64);
+  pool.Trim();  // frees the spares
+  internal::FailMagazineAllocationsForTest(1 << 30);
+  EXPECT_EQ(DeleteAll(pool, objects), 0);
+  internal::FailMagazineAllocationsForTest(0);
+  EXPECT_GT(pool.Stats().objects_lost, 0u);
+  EXPECT_EQ(pool.Stats().objects_in_use, 0u);
+}
+
 TEST(ObjectPoolTest, ReusesTheHottestObjectFirst) {
   ObjectPool<Payload> pool;
   Payload* a = pool.New();

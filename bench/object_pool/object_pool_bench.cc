@@ -22,6 +22,10 @@
 // jemalloc mallocx/sdallocx, tcmalloc tc_malloc/tc_free_sized).
 //
 // Pool tuning (pool-instance): --magazine=N --empty_magazines=N --shards=N.
+// --serial_warmup: the threads' untimed warm-up rounds run one after the
+// other (each thread's first carved objects contiguous in the pool's blocks).
+// Each time line also gives thread_cpu_ns=<min>/<max>: the least and most
+// loaded thread's own CPU time per pair.
 // --mode=rss: --threads threads each keep --objects live objects (written in
 // full); prints the RSS growth over the payload, then frees everything, lets
 // the threads exit, trims (ObjectPool::Trim, malloc_trim, mi_collect, ...)
@@ -34,6 +38,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -79,7 +84,8 @@ struct Flags {
   int producers = 1;
   int consumers = 1;
   int in_flight = 16384;
-  std::string label;  // printed instead of --alloc
+  std::string label;           // printed instead of --alloc
+  bool serial_warmup = false;  // warm-up rounds one thread after another
   arenarpc::ObjectPoolOptions pool_options;
 };
 
@@ -285,15 +291,28 @@ double CpuSeconds() {
          (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
+// The calling thread's CPU time.
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 struct Timing {
   double wall_ns;  // per pair
   double cpu_ns;   // per pair, all threads' CPU time
+  // Per pair of one thread, its own CPU time: the least and the most
+  // loaded thread (an imbalance shows here, not in the sum).
+  double thread_cpu_min_ns;
+  double thread_cpu_max_ns;
 };
 
 template <class A>
 Timing TimeOnce(const Flags& f, int threads, size_t size, bool floor) {
   std::atomic<int> ready{0};
+  std::atomic<int> warm_turn{0};  // --serial_warmup: whose warm-up runs
   std::atomic<bool> go{false};
+  std::vector<double> thread_cpu(threads);
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
@@ -309,10 +328,19 @@ Timing TimeOnce(const Flags& f, int threads, size_t size, bool floor) {
         FloorStack::items = floor_items.data();
         FloorStack::count = floor_items.size();
       }
+      // --serial_warmup: one thread at a time, so that each thread's first
+      // objects (carved in this round) are contiguous instead of interleaved
+      // with the other threads' batch by batch.
+      while (f.serial_warmup && warm_turn.load() != t) {
+        std::this_thread::yield();
+      }
       Rounds<A>(ptrs, 1, rng);  // warm-up, untimed
+      warm_turn.fetch_add(1);
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      const double c0 = ThreadCpuSeconds();
       Rounds<A>(ptrs, f.rounds, rng);
+      thread_cpu[t] = ThreadCpuSeconds() - c0;
     });
   }
   while (ready.load() < threads) std::this_thread::yield();
@@ -323,7 +351,11 @@ Timing TimeOnce(const Flags& f, int threads, size_t size, bool floor) {
   const double elapsed = Now() - start;
   const double cpu = CpuSeconds() - cpu_start;
   const double pairs = double(threads) * f.objects * f.rounds;
-  return {elapsed * 1e9 / pairs, cpu * 1e9 / pairs};
+  const double per_thread = double(f.objects) * f.rounds;
+  const auto [lo, hi] =
+      std::minmax_element(thread_cpu.begin(), thread_cpu.end());
+  return {elapsed * 1e9 / pairs, cpu * 1e9 / pairs, *lo * 1e9 / per_thread,
+          *hi * 1e9 / per_thread};
 }
 
 // --- RSS
@@ -488,8 +520,9 @@ void Run(const Flags& f, const std::string& label, size_t size, bool floor) {
   } else {
     for (int threads : f.threads) {
       const Timing t = TimeOnce<A>(f, threads, size, floor);
-      std::printf("time %s %zu %d %.3f cpu_ns=%.3f\n", label.c_str(), size,
-                  threads, t.wall_ns, t.cpu_ns);
+      std::printf("time %s %zu %d %.3f cpu_ns=%.3f thread_cpu_ns=%.3f/%.3f\n",
+                  label.c_str(), size, threads, t.wall_ns, t.cpu_ns,
+                  t.thread_cpu_min_ns, t.thread_cpu_max_ns);
       std::fflush(stdout);
     }
   }
@@ -582,6 +615,8 @@ int main(int argc, char** argv) {
       f.pool_options.max_empty_magazines = std::atoi(v);
     else if (const char* v = value("--shards="))
       f.pool_options.depot_shards = std::atoi(v);
+    else if (arg == "--serial_warmup")
+      f.serial_warmup = true;
     else {
       std::fprintf(stderr, "unknown flag %s (see the comment in %s)\n", argv[i],
                    __FILE__);

@@ -82,11 +82,28 @@ def competitors(bench_dir, full):
 
 
 class Runner:
-    def __init__(self, raw):
+    def __init__(self, raw, replay=None):
         self.raw = raw
+        # --replay: each command's output from an earlier --raw file, in order.
+        self.replay = None
+        if replay:
+            self.replay = defaultdict(list)
+            cur = None
+            for line in open(replay):
+                line = line.rstrip("\n")
+                if line.startswith("$ "):
+                    cur = line[2:]
+                    self.replay[cur].append([])
+                elif cur is not None:
+                    self.replay[cur][-1].append(line)
 
     def run(self, comp, args):
         label, binary, alloc, lib, expect = comp
+        if self.replay is not None:
+            cmd = [binary, f"--alloc={alloc}", f"--label={label}"] + args
+            shown = (f"LD_PRELOAD={lib} " if lib else "") + " ".join(cmd)
+            outputs = self.replay.get(shown)
+            return outputs.pop(0)[1:] if outputs else []
         env = dict(os.environ)
         env.pop("LD_PRELOAD", None)
         if lib:
@@ -132,7 +149,12 @@ def main():
     ap.add_argument("--skip-time", action="store_true")
     ap.add_argument("--skip-memory", action="store_true", help="no RSS / producer-consumer runs")
     ap.add_argument("--raw", default=os.devnull, help="every command and its output")
-    ap.add_argument("--plot", default=os.path.join(root, "docs", "object_pool_threads.png"))
+    ap.add_argument("--replay", help="tabulate and plot an earlier --raw file instead of "
+                    "running (same flags as that run)")
+    ap.add_argument("--plot", default=os.path.join(root, "docs", "object_pool_threads.png"),
+                    help="both panels: 64 B time per thread count, speedup per size")
+    ap.add_argument("--plot-threads", help="also the first panel alone (e.g. "
+                    "docs/object_pool_threads.png beside --plot docs/object_pool_grid.png)")
     a = ap.parse_args()
     threads = [int(t) for t in a.threads.split(",")]
     sizes = [int(s) for s in a.sizes.split(",")]
@@ -142,7 +164,7 @@ def main():
         comps = [c for c in comps if c[0] in keep]
     labels = [c[0] for c in comps]
     os.makedirs(os.path.dirname(os.path.abspath(a.raw)), exist_ok=True)
-    runner = Runner(open(a.raw, "w"))
+    runner = Runner(open(a.raw, "w"), a.replay)
 
     print(f"# object_pool_bench: {a.objects} objects/thread, one byte written each, "
           f"shuffled frees, {a.rounds} rounds, median of {a.reps} interleaved reps; "
@@ -285,24 +307,27 @@ def main():
     except ImportError:
         print("\n(matplotlib missing: no plot)")
         return
+    def draw_threads(ax):
+        for label in labels:
+            ys = [med(label, 64, t) for t in threads]
+            if any(y is None for y in ys) or label in ("boost-pool", "pmr-sync"):
+                continue
+            style = {"linewidth": 3} if label == POOL else {
+                "linestyle": "--" if label == "floor" or "preload" in label else "-"}
+            ax.plot(threads, ys, marker="o", label=label, **style)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(threads)
+        ax.set_xticklabels([str(t) for t in threads])
+        ax.set_xlabel(f"threads ({os.cpu_count()} CPUs)")
+        ax.set_ylabel("ns per alloc+free pair (wall / total pairs)")
+        ax.set_title(f"64 B, {a.objects}/thread, byte write, shuffled frees, "
+                     f"{a.rounds} rounds, median of {a.reps}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 5))
-    for label in labels:
-        ys = [med(label, 64, t) for t in threads]
-        if any(y is None for y in ys) or label in ("boost-pool", "pmr-sync"):
-            continue
-        style = {"linewidth": 3} if label == POOL else {
-            "linestyle": "--" if label == "floor" or "preload" in label else "-"}
-        ax.plot(threads, ys, marker="o", label=label, **style)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xticks(threads)
-    ax.set_xticklabels([str(t) for t in threads])
-    ax.set_xlabel(f"threads ({os.cpu_count()} CPUs)")
-    ax.set_ylabel("ns per alloc+free pair (wall / total pairs)")
-    ax.set_title(f"64 B, {a.objects}/thread, byte write, shuffled frees, "
-                 f"median of {a.reps}", fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    draw_threads(ax)
     for size in sizes:
         ys = []
         for t in threads:
@@ -324,6 +349,12 @@ def main():
     fig.tight_layout()
     os.makedirs(os.path.dirname(a.plot), exist_ok=True)
     fig.savefig(a.plot, dpi=100)
+    if a.plot_threads:  # the left panel alone
+        fig1, ax1 = plt.subplots(figsize=(7, 5))
+        draw_threads(ax1)
+        fig1.tight_layout()
+        fig1.savefig(a.plot_threads, dpi=100)
+        print(f"\nplot: {os.path.relpath(a.plot_threads, root)}")
     print(f"\nplot: {os.path.relpath(a.plot, root)}")
 
 

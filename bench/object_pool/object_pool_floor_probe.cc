@@ -22,6 +22,12 @@
 //   g++ -O2 -std=c++20 -pthread bench/object_pool/object_pool_floor_probe.cc
 //     -o build/object_pool_floor_probe
 //   build/object_pool_floor_probe [objects=100000] [reps=11] [rounds=30]
+//     [threads=1]
+//
+// With threads > 1 every thread runs the same variant at the same time (own
+// stack, own objects, a barrier after set-up), and the figure is the mean of
+// the threads' CPU ns per pair: does a variant cost more relative to the
+// floor when both cores are busy?
 #include <sys/mman.h>
 #include <time.h>
 
@@ -32,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -104,7 +111,17 @@ __attribute__((noinline)) void FreeTop(const std::vector<void*>& ptrs) {
   }
 }
 
-double RunOnce(int mode, int objects, int rounds, uint64_t seed) {
+// A barrier for `n` threads, used once.
+struct Barrier {
+  std::atomic<int> left;
+  void ArriveAndWait() {
+    left.fetch_sub(1);
+    while (left.load() > 0) std::this_thread::yield();
+  }
+};
+
+double RunOnce(int mode, int objects, int rounds, uint64_t seed,
+               Barrier* start) {
   // 0 register, 1 %fs:offset, 2 offset(%reg), 3 pointer at offset(%reg)
   const int count_at = mode % 4;
   const bool blocks = mode >= 4;
@@ -134,6 +151,7 @@ double RunOnce(int mode, int objects, int rounds, uint64_t seed) {
   cache.count.store(static_cast<uint32_t>(items.size()));
   cache.top.store(items.data() + items.size());
   std::mt19937_64 rng(seed);
+  start->ArriveAndWait();
   // The thread's CPU time: time the shared machine runs someone else's
   // process is not counted (their cache traffic still is).
   struct Clock {
@@ -172,6 +190,7 @@ int main(int argc, char** argv) {
   const int objects = argc > 1 ? std::atoi(argv[1]) : 100000;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 11;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 30;
+  const int threads = argc > 4 ? std::atoi(argv[4]) : 1;
   const char* names[] = {"reg-vec",       "mem-vec",      "memreg-vec",
                          "topreg-vec",    "reg-blocks",   "mem-blocks",
                          "memreg-blocks", "topreg-blocks"};
@@ -180,7 +199,19 @@ int main(int argc, char** argv) {
   for (int rep = 0; rep < reps; ++rep) {
     for (int i = 0; i < kModes; ++i) {
       const int mode = (i + rep) % kModes;  // rotated per rep
-      ns[mode].push_back(RunOnce(mode, objects, rounds, 1234 + rep));
+      std::vector<double> per_thread(threads);
+      Barrier start{threads};
+      std::vector<std::thread> workers;
+      for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([&, t] {
+          per_thread[t] =
+              RunOnce(mode, objects, rounds, 1234 + rep + 1000 * t, &start);
+        });
+      }
+      for (std::thread& w : workers) w.join();
+      double sum = 0;
+      for (double x : per_thread) sum += x;
+      ns[mode].push_back(sum / threads);
       std::printf("rep %d %s %.3f\n", rep, names[mode], ns[mode].back());
     }
   }

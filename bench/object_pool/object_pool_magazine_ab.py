@@ -29,7 +29,7 @@ import subprocess
 from collections import defaultdict
 
 
-def variants(bench, before):
+def variants(bench, before, before_name="before"):
     d = os.path.dirname(bench)
     v = {
         "floor": (bench, ["--alloc=floor"]),
@@ -38,12 +38,19 @@ def variants(bench, before):
         "instance-256": (bench, ["--alloc=pool-instance", "--magazine=256"]),
         "instance-4096": (bench, ["--alloc=pool-instance", "--magazine=4096"]),
         "instance-131072": (bench, ["--alloc=pool-instance", "--magazine=131072"]),
+        # Issue 29, the 2-thread gap: each thread's warm-up carved alone (its
+        # objects contiguous, not interleaved with the other thread's);
+        # spare magazines kept instead of freed and re-made every round; one
+        # depot shard for all threads (contention made worse on purpose).
+        "Default-serialwarm": (bench, ["--alloc=pool", "--serial_warmup"]),
+        "instance-empty4096": (bench, ["--alloc=pool-instance", "--empty_magazines=4096"]),
+        "instance-shards1": (bench, ["--alloc=pool-instance", "--shards=1"]),
     }
     for name in ("mimalloc", "jemalloc", "tcmalloc"):
         v[name] = (os.path.join(d, f"object_pool_bench_{name}"), ["--alloc=direct"])
     if before:
-        v["Default-before"] = (before, ["--alloc=pool"])
-        v["instance-before"] = (before, ["--alloc=pool-instance"])
+        v[f"Default-{before_name}"] = (before, ["--alloc=pool"])
+        v[f"instance-{before_name}"] = (before, ["--alloc=pool-instance"])
     return v
 
 
@@ -53,6 +60,8 @@ def main():
     ap.add_argument("--bench", default=os.path.join(root, "build", "release", "bench",
                                                     "object_pool_bench"))
     ap.add_argument("--before", help="object_pool_bench of an earlier build")
+    ap.add_argument("--before-name", default="before",
+                    help="suffix of that build's variants (Default-<name>, instance-<name>)")
     ap.add_argument("--variants",
                     default="floor,Default,instance-256,instance-4096,instance-131072")
     ap.add_argument("--mode", default="time", choices=["time", "prodcons"])
@@ -62,18 +71,24 @@ def main():
     ap.add_argument("--size", default="64")
     ap.add_argument("--objects", type=int, default=100000, help="per thread (time mode)")
     ap.add_argument("--prodcons-objects", type=int, default=2_000_000)
+    ap.add_argument("--separate", action="store_true",
+                    help="each thread count in its own process (default: one process "
+                         "runs them in turn, later counts after earlier ones)")
     ap.add_argument("--raw", default=os.devnull)
     args = ap.parse_args()
-    table = variants(args.bench, args.before)
+    table = variants(args.bench, args.before, args.before_name)
     chosen = [(name, *table[name]) for name in args.variants.split(",")]
     if args.mode == "time":
-        configs = [[f"--threads={args.threads}", f"--rounds={args.rounds}",
-                    f"--size={args.size}", f"--objects={args.objects}"]]
+        thread_sets = args.threads.split(",") if args.separate else [args.threads]
+        configs = [[f"--threads={t}", f"--rounds={args.rounds}",
+                    f"--size={args.size}", f"--objects={args.objects}"]
+                   for t in thread_sets]
     else:
         configs = [["--mode=prodcons", f"--objects={args.prodcons_objects}",
                     f"--producers={p}", f"--consumers={c}"]
                    for p, c in ((1, 1), (1, 4), (4, 1))]
     first, second, peak = defaultdict(list), defaultdict(list), defaultdict(list)
+    thread_max = defaultdict(list)  # the most loaded thread's own CPU ns per pair
     with open(args.raw, "w") as raw:
         for rep in range(args.reps):
             k = rep % len(chosen)
@@ -89,6 +104,9 @@ def main():
                         if f and f[0] == "time":
                             first[(label, f[3])].append(float(f[4]))
                             second[(label, f[3])].append(float(kv["cpu_ns"]))
+                            if "thread_cpu_ns" in kv:
+                                thread_max[(label, f[3])].append(
+                                    float(kv["thread_cpu_ns"].split("/")[1]))
                         elif f and f[0] == "prodcons":
                             first[(label, f[2])].append(float(kv["ns_per_pair"]))
                             second[(label, f[2])].append(float(kv.get("cpu_ns", "nan")))
@@ -113,6 +131,19 @@ def main():
                 else:
                     cells += ["-", "-"]
             print(f"| {label} | " + " | ".join(cells) + " |")
+        if thread_max:
+            print("\nThe most loaded thread's own CPU ns per pair (median), ratio to the "
+                  "floor's:\n")
+            print("| variant | " + " | ".join(f"{t} thr | /floor" for t in cols) + " |")
+            print("|---" * (1 + 2 * len(cols)) + "|")
+            for label, _, _ in chosen:
+                cells = []
+                for t in cols:
+                    v = thread_max.get((label, t))
+                    fl = thread_max.get(("floor", t))
+                    cells += [f"{med(v):.2f}" if v else "-",
+                              f"{med(v) / med(fl):.2f}" if v and fl else "-"]
+                print(f"| {label} | " + " | ".join(cells) + " |")
     else:
         cols = ["1:1", "1:4", "4:1"]
         print(f"# {args.reps} reps, {args.prodcons_objects} objects; medians of wall ns "

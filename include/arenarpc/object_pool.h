@@ -91,7 +91,11 @@ struct ObjectPoolOptions {
   // Free objects per magazine; a thread caches at most two magazines. Larger
   // means fewer depot trips, more memory parked per thread.
   uint32_t magazine_size = 256;
-  // Empty magazines (magazine_size * 8 bytes each) the depot keeps.
+  // Spare (empty) magazines, magazine_size * 8 bytes each, the depot keeps
+  // at least. Each shard also keeps as many as it held full at its peak
+  // since the last Trim(), so a depot that is drained and filled again (a
+  // thread allocating, then freeing, many objects) reuses its magazines
+  // instead of freeing and re-allocating them. Trim() frees every spare.
   uint32_t max_empty_magazines = 256;
   // Depot shards, each with its own lock; a thread uses its home shard and
   // steals from the others only when that is empty. 0: twice the hardware

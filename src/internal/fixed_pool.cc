@@ -202,7 +202,7 @@ Magazine* FixedPool::NewMagazineLocked(Shard& sh) {
 }
 
 void FixedPool::FreeMagazineLocked(Shard& sh, Magazine* m) {
-  if (sh.empty_count < max_empty_per_shard_) {
+  if (sh.empty_count < max_empty_per_shard_ || sh.empty_count < sh.peak_full) {
     m->next = sh.empty;
     sh.empty = m;
     ++sh.empty_count;
@@ -228,7 +228,7 @@ void FixedPool::PutItemsLocked(Shard& sh, void* const* items, size_t n) {
     std::memcpy(sh.partial->items + sh.partial->count, items,
                 k * sizeof(void*));
     sh.partial->count += static_cast<uint32_t>(k);
-    sh.in_depot += k;
+    AddToDepotLocked(sh, k);
     items += k;
     n -= k;
   }
@@ -401,7 +401,7 @@ void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
       c->previous->count = magazine_size_;
       c->previous->next = sh.full;
       sh.full = c->previous;
-      sh.in_depot += magazine_size_;
+      AddToDepotLocked(sh, magazine_size_);
       c->previous = c->loaded;
       c->prev_count.store(n, std::memory_order_relaxed);
       c->loaded = fresh;
@@ -496,6 +496,7 @@ size_t FixedPool::Trim() {
         sh.empty = next;
       }
       sh.empty_count = 0;
+      sh.peak_full = sh.in_depot / magazine_size_;  // spares start over
     }
   }
   for (BlockHeader* b : released) UnmapBlock(b);

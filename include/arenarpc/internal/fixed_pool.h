@@ -35,6 +35,7 @@
 #ifndef ARENARPC_INTERNAL_FIXED_POOL_H_
 #define ARENARPC_INTERNAL_FIXED_POOL_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -56,7 +57,7 @@ namespace arenarpc::internal {
 struct FixedPoolOptions {
   size_t block_size = size_t{256} << 10;  // raised to hold 16 slots
   uint32_t magazine_size = 256;           // in [1, 2^20]
-  uint32_t max_empty_magazines = 256;     // across all shards
+  uint32_t max_empty_magazines = 256;     // across all shards; see Shard
   uint32_t depot_shards = 0;  // 0: twice the hardware threads, in [4, 64]
 };
 
@@ -225,12 +226,29 @@ class FixedPool final : private ThreadSlots::Owner {
     Magazine* empty ABSL_GUARDED_BY(mu) = nullptr;
     uint32_t empty_count ABSL_GUARDED_BY(mu) = 0;
     uint64_t in_depot ABSL_GUARDED_BY(mu) = 0;  // slots in full + partial
+    // The most full magazines (in_depot / magazine size) the shard held
+    // since the last Trim(): it keeps that many spare magazines.
+    uint64_t peak_full ABSL_GUARDED_BY(mu) = 0;
   };
 
   // nullptr if the heap refuses memory; nothing changed then.
   Magazine* NewMagazineLocked(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Keeps `m` as a spare while the shard has fewer than
+  // max(max_empty_per_shard_, peak_full), else frees it. A workload that
+  // drains the depot and fills it again (every thread allocating and then
+  // freeing many objects) then reuses the same magazines instead of freeing
+  // them to the heap and allocating them again each time: that churn made
+  // glibc trim and re-fault its per-thread arenas (docs/OBJECT_POOL.md,
+  // "The 2-thread gap"). Spares never exceed the magazines the shard
+  // already held at its peak; Trim() frees them all.
   void FreeMagazineLocked(Shard& s, Magazine* m)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Counts `n` more slots in the shard's depot (and its peak_full).
+  void AddToDepotLocked(Shard& s, uint64_t n)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    s.in_depot += n;
+    s.peak_full = std::max(s.peak_full, s.in_depot / magazine_size_);
+  }
   // Items no magazine can be found for (out of memory) are dropped: lost_.
   void PutItemsLocked(Shard& s, void* const* items, size_t n)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
