@@ -1,9 +1,15 @@
-// arenarpc_echo_client: calls an echo server with the callback API, each
-// call's messages on a pooled arena (arenarpc::ClientCall), and verifies
-// every response.
+// arenarpc_echo_client: calls an echo server, each call's messages on a
+// pooled arena or from MessagePools (arenarpc::ClientCall), and verifies
+// every response. --stub picks the client API, each written as gRPC's own
+// greeter clients are: callback (stub->async()->Echo, a chain of calls per
+// slot), sync (blocking stub->Echo from `concurrency` threads, as
+// greeter_client) or async (PrepareAsyncEcho / StartCall / Finish on one
+// completion queue, as greeter_async_client2). The arenarpc lines are
+// marked `arenarpc:`.
 //
 //   arenarpc_echo_server --port=0 &            # prints "listening on N"
 //   arenarpc_echo_client --target=127.0.0.1:N --calls=1000 --concurrency=16
+//   arenarpc_echo_client --target=127.0.0.1:N --stub=async --messages=reuse
 //
 // Exits 0 if every call succeeded with a correct echo.
 #include <grpcpp/generic/generic_stub.h>
@@ -30,6 +36,9 @@ ABSL_FLAG(int, scale, 100, "payload scale (100: ~130 KB per message)");
 ABSL_FLAG(std::string, messages, "arena",
           "client messages: arena (ClientCall on a pooled arena) or reuse "
           "(ClientCall with MessagePools)");
+ABSL_FLAG(std::string, stub, "callback",
+          "client API: callback, sync (blocking stub) or async (completion "
+          "queue)");
 ABSL_FLAG(int, stream_messages, 0,
           "also send this many messages on one EchoStream");
 ABSL_FLAG(bool, check_health, false,
@@ -107,6 +116,92 @@ class Runner {
   std::condition_variable cv_;
   int done_ = 0;
 };
+
+// One failed call's message, the first few only.
+void Report(std::atomic<int>* failures, const grpc::Status& status,
+            const EchoRequest& request, const EchoResponse& response) {
+  std::string why;
+  if (!status.ok()) {
+    why = "status " + status.error_message();
+  } else if (arenarpc::echo::VerifyEchoResponse(request, response, &why)) {
+    return;
+  }
+  if (failures->fetch_add(1) < 5) {
+    std::fprintf(stderr, "call failed: %s\n", why.c_str());
+  }
+}
+
+using Call = arenarpc::ClientCall<EchoRequest, EchoResponse>;
+
+// Blocking stub calls from `concurrency` threads (gRPC's greeter_client,
+// threaded). The scope frees context and messages when it ends.
+int RunSync(EchoService::Stub* stub, int calls, int concurrency, int scale,
+            bool reuse) {
+  arenarpc::MessagePool<EchoRequest> requests;
+  arenarpc::MessagePool<EchoResponse> responses;
+  std::atomic<int> next{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < concurrency; ++t) {
+    threads.emplace_back([&] {
+      for (int i = next++; i < calls; i = next++) {
+        // arenarpc: was `ClientContext context; EchoRequest request;
+        // EchoResponse response;`
+        Call call = reuse ? Call(requests, responses) : Call();
+        arenarpc::echo::BuildEchoRequest(scale, i, call.request());
+        grpc::Status status =
+            stub->Echo(call.context(), *call.request(), call.response());
+        Report(&failures, status, *call.request(), *call.response());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return failures.load();
+}
+
+// Async stub calls on one completion queue, `concurrency` in flight (gRPC's
+// greeter_async_client2). The scope lives in the call's state until
+// Finish's tag: gRPC parses the response into it in place.
+int RunAsync(EchoService::Stub* stub, int calls, int concurrency, int scale,
+             bool reuse) {
+  arenarpc::MessagePool<EchoRequest> requests;
+  arenarpc::MessagePool<EchoResponse> responses;
+  struct AsyncCall {
+    explicit AsyncCall(Call c) : call(std::move(c)) {}
+    Call call;  // arenarpc: was `ClientContext context; EchoResponse reply;`
+    grpc::Status status;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<EchoResponse>> rpc;
+  };
+  grpc::CompletionQueue cq;
+  int started = 0;
+  auto start = [&] {
+    auto* c = new AsyncCall(reuse ? Call(requests, responses) : Call());
+    arenarpc::echo::BuildEchoRequest(scale, started++, c->call.request());
+    c->rpc = stub->PrepareAsyncEcho(c->call.context(), *c->call.request(), &cq);
+    c->rpc->StartCall();
+    c->rpc->Finish(c->call.response(), &c->status, c);
+  };
+  for (int i = 0; i < concurrency && started < calls; ++i) start();
+  std::atomic<int> failures{0};
+  void* tag;
+  bool ok = false;
+  // Until every started call is back (none in flight: nothing to wait for).
+  for (int done = 0; done < started && cq.Next(&tag, &ok);) {
+    auto* c = static_cast<AsyncCall*>(tag);
+    Report(
+        &failures,
+        ok ? c->status
+           : grpc::Status(grpc::StatusCode::UNKNOWN, "completion queue: !ok"),
+        *c->call.request(), *c->call.response());
+    delete c;  // context and messages back to their arena or pools
+    ++done;
+    if (started < calls) start();
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  return failures.load();
+}
 
 int RunStream(EchoService::Stub* stub, int messages, int scale) {
   grpc::ClientContext context;
@@ -235,10 +330,23 @@ int main(int argc, char** argv) {
   auto stub = EchoService::NewStub(channel);
 
   const int calls = absl::GetFlag(FLAGS_calls);
-  Runner runner(stub.get(), calls, absl::GetFlag(FLAGS_scale),
-                messages == "reuse");
-  runner.Run(absl::GetFlag(FLAGS_concurrency));
-  int failures = runner.failures();
+  const int concurrency = absl::GetFlag(FLAGS_concurrency);
+  const int scale = absl::GetFlag(FLAGS_scale);
+  const bool reuse = messages == "reuse";
+  const std::string api = absl::GetFlag(FLAGS_stub);
+  int failures = 0;
+  if (api == "sync") {
+    failures = RunSync(stub.get(), calls, concurrency, scale, reuse);
+  } else if (api == "async") {
+    failures = RunAsync(stub.get(), calls, concurrency, scale, reuse);
+  } else if (api == "callback") {
+    Runner runner(stub.get(), calls, scale, reuse);
+    runner.Run(concurrency);
+    failures = runner.failures();
+  } else {
+    std::fprintf(stderr, "--stub: callback, sync or async\n");
+    return 2;
+  }
   if (absl::GetFlag(FLAGS_stream_messages) > 0) {
     failures += RunStream(stub.get(), absl::GetFlag(FLAGS_stream_messages),
                           absl::GetFlag(FLAGS_scale));
@@ -246,6 +354,7 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_check_health)) failures += CheckHealth(channel);
   if (absl::GetFlag(FLAGS_check_reflection))
     failures += CheckReflection(channel);
-  std::printf("%d calls, %d failures\n", calls, failures);
+  std::printf("%d calls (%s stub, %s messages), %d failures\n", calls,
+              api.c_str(), messages.c_str(), failures);
   return failures == 0 ? 0 : 1;
 }

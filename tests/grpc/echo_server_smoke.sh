@@ -2,7 +2,8 @@
 # The installed server binary, end to end on 127.0.0.1: starts
 # arenarpc_echo_server --port=0 --mode=MODE, waits for "listening on N",
 # runs the client (unary calls on pooled arenas, then on pooled messages, a
-# stream, health check and reflection listing), stops the server with
+# stream, health check and reflection listing; then the blocking and the
+# completion-queue stubs), stops the server with
 # SIGNAL (default TERM) and expects a clean exit with the calls counted.
 # STREAM "nostream": the server serves no stream (the async example).
 # usage: echo_server_smoke.sh SERVER CLIENT MODE [SIGNAL [STREAM]]
@@ -29,6 +30,11 @@ rc=0
   --stream_messages="$stream_messages" --check_health --check_reflection || rc=$?
 "$client" --target="127.0.0.1:$port" --calls=50 --concurrency=8 --scale=20 \
   --messages=reuse || rc=$?
+# The blocking and the completion-queue stubs, each with a message kind.
+"$client" --target="127.0.0.1:$port" --calls=50 --concurrency=8 --scale=20 \
+  --stub=sync --messages=arena || rc=$?
+"$client" --target="127.0.0.1:$port" --calls=50 --concurrency=8 --scale=20 \
+  --stub=async --messages=reuse || rc=$?
 
 kill "-$signal" "$pid"
 wait "$pid" || { echo "server exit status $?"; cat "$err"; exit 1; }
@@ -38,8 +44,8 @@ calls=$(awk -v m="$mode" '/^arenarpc_grpc_calls_total\{mode="/ {
   if (m == "auto" || index($0, "{mode=\"" m "\"}")) n += $2 } END { print n + 0 }' "$out")
 # The async server also releases, at shutdown, the messages of the request
 # it had posted on each of its 2 queues for a call that never came.
-expected=100
-[ "$stream" = nostream ] && expected=102
+expected=200
+[ "$stream" = nostream ] && expected=202
 [ "$calls" -eq "$expected" ] ||
   { echo "calls not counted ($calls):"; grep calls_total "$out"; exit 1; }
 echo "smoke ok ($mode, SIG$signal)"
