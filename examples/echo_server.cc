@@ -21,7 +21,9 @@
 // Server reflection and the standard health service are on, so grpcurl and
 // ghz work without the .proto. SIGTERM or SIGINT shuts the server down
 // (calls in flight get --shutdown_grace_ms to finish), prints the stats in
-// Prometheus text format to stdout (--print_stats) and exits 0.
+// Prometheus text format to stdout (--print_stats) and exits 0. SIGUSR1
+// prints the stats now (bench/reliability/serve_load.py reads them 30 s
+// after a burst) and keeps serving.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -81,6 +83,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const bool plain = absl::GetFlag(FLAGS_mode) == "none";
@@ -157,7 +160,11 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  while (sigwait(&signals, &signal_number) == 0 && signal_number == SIGUSR1) {
+    std::fputs(arenarpc::RenderPrometheusStats().c_str(), stdout);
+    std::fputs("# end of stats\n", stdout);
+    std::fflush(stdout);
+  }
   std::fprintf(stderr, "signal %d: shutting down\n", signal_number);
 
   server->Shutdown(

@@ -89,6 +89,149 @@ class Server:
         return (rc if alive else f"died({self.proc.returncode})"), stats
 
 
+GAUGES = ["arenarpc_page_pool_bytes_held", "arenarpc_page_pool_pages_cached",
+          "arenarpc_page_pool_pages_in_depot", "arenarpc_arena_idle", "arenarpc_message_pool_idle",
+          "arenarpc_message_pool_retained_bytes", "arenarpc_object_pool_bytes_held",
+          "arenarpc_grpc_calls_in_flight"]
+
+
+def smaps_rollup(pid):
+    out = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("Rss", "Anonymous", "Private_Dirty"):
+                    out[k] = int(v.split()[0]) / 1024.0
+    except OSError:
+        pass
+    return out
+
+
+def thread_arena_tops(pid):
+    """MiB in the top chunk of each glibc thread arena (x86-64, glibc 2.26+):
+    malloc_trim(0) releases free chunks in every arena but trims the top of
+    the main arena only; a thread arena's top shrinks on a free() in that
+    arena once it exceeds M_TRIM_THRESHOLD, which glibc raises up to 64 MiB
+    after large blocks were freed. Read from /proc/PID/mem: each heap (a
+    64 MiB-aligned mapping) starts with its arena's address; the arena's
+    top pointer follows its mutex, flags and 10 fastbins (offset 96)."""
+    import struct
+    tops = []
+    try:
+        maps = open(f"/proc/{pid}/maps").read().splitlines()
+        maps = [l for l in maps if len(l.split()) <= 5]  # anonymous only
+        with open(f"/proc/{pid}/mem", "rb") as mem:
+            def word(addr):
+                mem.seek(addr)
+                return struct.unpack("<Q", mem.read(8))[0]
+            for line in maps:
+                f = line.split()
+                lo, hi = (int(x, 16) for x in f[0].split("-"))
+                if f[1] != "rw-p" or lo % (64 << 20) != 0:
+                    continue
+                arena = word(lo)  # heap_info.ar_ptr
+                if arena >> 47 or arena < 4096:
+                    continue
+                try:
+                    top = word(arena + 96)
+                except (OSError, struct.error):
+                    continue
+                if not lo <= top < lo + (64 << 20):
+                    continue  # the arena's top is in another of its heaps
+                tops.append((word(top + 8) & ~7) / 2**20)
+    except (OSError, struct.error):
+        pass
+    return tops
+
+
+def dirty_by_class(pid):
+    """Private_Dirty MiB of: the main heap, glibc thread heaps (64 MiB-aligned
+    anonymous mappings), other anonymous mappings (glibc's mmapped blocks,
+    the page pool, thread stacks), files."""
+    out = {"main heap": 0.0, "thread heaps": 0.0, "other anonymous": 0.0, "files": 0.0}
+    cls = None
+    try:
+        for line in open(f"/proc/{pid}/smaps"):
+            f = line.split()
+            if "-" in f[0] and ":" not in f[0]:
+                lo = int(f[0].split("-")[0], 16)
+                if len(f) > 5 and f[5] == "[heap]":
+                    cls = "main heap"
+                elif len(f) > 5 and not f[5].startswith("["):
+                    cls = "files"
+                elif lo % (64 << 20) == 0 and len(f) == 5:
+                    cls = "thread heaps"
+                else:
+                    cls = "other anonymous"
+            elif f[0] == "Private_Dirty:" and cls:
+                out[cls] += int(f[1]) / 1024.0
+    except OSError:
+        pass
+    return out
+
+
+def inspect(s):
+    """What the server holds at this point: arenarpc's gauges (SIGUSR1 makes
+    the echo server print its stats), the kernel's view, glibc's per-arena
+    view (malloc_stats() through gdb), and RSS once more after one extra
+    malloc_trim(0) (what glibc held free but had not given back)."""
+    pid = s.proc.pid
+    r = {"threads": int(rss_mib(pid, "Threads") * 1024), "smaps": smaps_rollup(pid)}
+    mark = len(s.out)
+    s.proc.send_signal(signal.SIGUSR1)
+    for _ in range(100):
+        if any(l.startswith("# end of stats") for l in s.out[mark:]):
+            break
+        time.sleep(0.05)
+    gauges = {}
+    for line in s.out[mark:]:
+        m = re.match(r"(arenarpc_[a-z_]+)(\{[^}]*\})? ([0-9.e+]+)$", line.strip())
+        if m and m.group(1) in GAUGES:
+            gauges[m.group(1)] = gauges.get(m.group(1), 0) + float(m.group(3))
+    r["gauges"] = gauges
+    mark = len(s.out)
+    g = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "call (void)malloc_stats()",
+                        "-ex", "call (int)malloc_trim(0)"], capture_output=True, text=True)
+    time.sleep(0.5)
+    arenas, total, in_total = [], None, False
+    for line in s.out[mark:]:
+        if line.startswith("Total"):
+            in_total, total = True, [0.0, 0.0]
+        m = re.match(r"(system|in use) bytes\s*=\s*(\d+)", line.strip())
+        if not m:
+            continue
+        mib = int(m.group(2)) / 2**20
+        if in_total:
+            total[0 if m.group(1) == "system" else 1] = mib
+        elif m.group(1) == "system":
+            arenas.append([mib, 0.0])
+        elif arenas:
+            arenas[-1][1] = mib
+    r["arenas"] = arenas
+    r["malloc_total"] = total
+    r["gdb_rc"] = g.returncode
+    r["tops"] = thread_arena_tops(pid)
+    r["dirty"] = dirty_by_class(pid)
+    r["after_extra_trim"] = s.rss()
+    return r
+
+
+def inspect_text(mode, i):
+    sm = i["smaps"]
+    ar = " ".join(f"{sys_:.1f}/{use:.1f}" for sys_, use in i["arenas"])
+    tot = i["malloc_total"]
+    return (f"{mode}: threads {i['threads']}; smaps Rss {sm.get('Rss', 0):.1f} Anonymous "
+            f"{sm.get('Anonymous', 0):.1f} Private_Dirty {sm.get('Private_Dirty', 0):.1f} MiB; "
+            f"glibc arenas system/in-use MiB [{ar}]"
+            + (f", total {tot[0]:.1f}/{tot[1]:.1f}" if tot else "")
+            + f"; thread-arena tops MiB [{' '.join(f'{t:.1f}' for t in i.get('tops', []))}]"
+            + f" (sum {sum(i.get('tops', [])):.1f})"
+            + "; Private_Dirty MiB: " + ", ".join(f"{k} {v:.1f}" for k, v in i.get("dirty", {}).items())
+            + f"; RSS after one more malloc_trim(0) {i['after_extra_trim']:.1f} MiB; arenarpc gauges "
+            + ", ".join(f"{k.replace('arenarpc_', '')} {v:.0f}" for k, v in sorted(i["gauges"].items())))
+
+
 def load(load_bin, port, args):
     cmd = [load_bin, f"--target=127.0.0.1:{port}"] + args
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -175,6 +318,11 @@ def overload(a):
         time.sleep(a.idle)
         r["after"] = s.rss()
         r["after_t"] = s.now()
+        if a.inspect:
+            try:
+                r["inspect"] = inspect(s)
+            except Exception as e:  # never lose the run to the probe
+                print(f"inspect failed: {e!r}", file=sys.stderr)
         r["rc"], r["stats"] = s.stop()
         r["samples"] = s.samples
         runs[mode] = r
@@ -224,11 +372,14 @@ def report_overload(a, runs):
               "load command: " + r0["burst"]["cmd"],
               "server counters at exit: " + "; ".join(f"{m}: {r['stats']}" for m, r in runs.items()),
               "fresh-start RSS MiB: " + ", ".join(f"{m} {r['fresh_rss']:.1f}" for m, r in runs.items())]
+    if a.inspect:
+        lines += ["", f"at the {a.idle:.0f} s point (--inspect):"]
+        lines += [inspect_text(m, r["inspect"]) for m, r in runs.items() if "inspect" in r]
     text = "\n".join(lines) + "\n"
-    with open(os.path.join(RAW, "overload.txt"), "w") as f:
+    with open(os.path.join(RAW, f"{a.out}.txt"), "w") as f:
         f.write(text)
-    write_samples(os.path.join(RAW, "overload_rss.txt"), runs)
-    plot(os.path.join(ROOT, "docs", "reliability_overload_rss.png"), runs,
+    write_samples(os.path.join(RAW, f"{a.out}_rss.txt"), runs)
+    plot(os.path.join(ROOT, "docs", f"reliability_{a.out}_rss.png"), runs,
          f"Overload: {a.burst} s at 3x capacity, then {a.idle} s idle (one server per mode)",
          lambda r: [("burst", r["burst_start"]), ("end", r["burst_end"])])
     print(text)
@@ -313,6 +464,9 @@ def main():
     ap.add_argument("--settle", type=float, default=5, help="idle seconds before 'before'")
     ap.add_argument("--burst", type=int, default=60)
     ap.add_argument("--idle", type=float, default=30)
+    ap.add_argument("--inspect", action="store_true",
+                    help="at the after point: gauges, smaps_rollup, glibc arenas (gdb)")
+    ap.add_argument("--out", default="overload", help="kept output's name under docs/raw/reliability/")
     # the shipped options (examples/echo_server.cc defaults), for the bound
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--max_streams", type=int, default=32)

@@ -17,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "arenarpc/arena.h"
 #include "arenarpc/grpc/internal/counters.h"
+#include "arenarpc/grpc/internal/method_meter.h"
 #include "arenarpc/grpc/server_options.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/internal/mutex.h"
@@ -59,7 +60,8 @@ class Trimmer {
   }
 
   // One pass of the trimming thread at `now`: the cap's trim if woken, the
-  // idle trim once calls stopped for idle_ms. Returns true after a cap
+  // idle trim once calls and measuring stopped for idle_ms (again after
+  // any later activity). Returns true after a cap
   // trim. Only the trimming thread runs it (or a test that started none).
   bool Tick(Clock::time_point now) {
     int idle_ms;
@@ -75,15 +77,15 @@ class Trimmer {
       cap_trimmed = true;
     }
     if (idle_ms == 0) return cap_trimmed;
-    const uint64_t now_allocated = Allocated();
+    const uint64_t now_active = Activity();
     if (!ticked_) {
       ticked_ = true;
       last_change_ = now;
     }
-    // From 0, not from Allocated(): at nice 19 this thread may first run
+    // From 0, not from Activity(): at nice 19 this thread may first run
     // only after the calls it should trim after.
-    if (now_allocated != last_) {
-      last_ = now_allocated;
+    if (now_active != last_) {
+      last_ = now_active;
       last_change_ = now;
       trimmed_ = false;
       return cap_trimmed;
@@ -105,9 +107,12 @@ class Trimmer {
   void CapTrimDone() { wake_.store(false, std::memory_order_relaxed); }
 
  private:
-  static uint64_t Allocated() {
+  // What changes while the server works: calls, and the measuring thread's
+  // samples (it frees what it measured after the calls ended; trimming
+  // before it is done would leave that memory pooled and in the heap).
+  static uint64_t Activity() {
     const GrpcStats s = GetGrpcStats();
-    uint64_t n = 0;
+    uint64_t n = MeasuringProgress();
     for (const GrpcModeStats& m : s.modes) n += m.calls + m.in_flight;
     return n;
   }

@@ -8,6 +8,7 @@
 // against the shadow share on this thread, as before.
 #include "arenarpc/grpc/internal/method_meter.h"
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -137,8 +138,8 @@ double NowS() {
 
 struct Sample {
   MethodMeter::Impl* method;
-  std::string request;
-  std::string response;
+  SampleBytes request;
+  SampleBytes response;
 };
 
 class Worker {
@@ -167,6 +168,7 @@ class Worker {
     }
     if (!running_) return false;
     queued_bytes_ += bytes;
+    progress_.fetch_add(1, std::memory_order_relaxed);
     queue_.push_back(std::move(s));
     queued_.store(queue_.size(), std::memory_order_relaxed);
     cv_.Signal();
@@ -258,6 +260,10 @@ class Worker {
     return ns;
   }
 
+  uint64_t Progress() const {
+    return progress_.load(std::memory_order_relaxed);
+  }
+
   double AutoBudgetSpentNs() const { return auto_budget_.spent_ns(); }
   double AutoLastSampleNs() const {
     return last_auto_sample_ns_.load(std::memory_order_relaxed);
@@ -284,7 +290,11 @@ class Worker {
           queued_bytes_ -= s->request.size() + s->response.size();
         }
       }
-      if (s.has_value()) Handle(*s);
+      if (s.has_value()) {
+        Handle(*s);
+        s.reset();  // the sample's bytes freed before the progress shows
+        progress_.fetch_add(1, std::memory_order_relaxed);
+      }
       if (!paused) Refresh();
       thread_cpu_ns_.store(
           static_cast<uint64_t>(CpuNs(CLOCK_THREAD_CPUTIME_ID)),
@@ -345,10 +355,10 @@ class Worker {
     const double now = NowS();
     if (m.first_sample_s < 0) m.first_sample_s = now;
     const unsigned modes = m.learner.measured_mask();
-    ModeCosts total = m.request_probe->Measure(s.request, 1, modes);
+    ModeCosts total = m.request_probe->Measure(s.request.view(), 1, modes);
     if (total.ok) {
       const ModeCosts response =
-          m.response_probe->Measure(s.response, 1, modes);
+          m.response_probe->Measure(s.response.view(), 1, modes);
       total.ok = response.ok;
       for (int i = 0; i < kNumAllocationModes; ++i)
         total.ns[i] += response.ns[i];
@@ -375,8 +385,8 @@ class Worker {
             m.shadow.capture_max_files, m.shadow.capture_max_bytes);
       }
       // Only bytes that parse: the capture feeds a tool that rejects the rest.
-      if (Parses(*m.request_prototype, s.request)) {
-        switch (m.capture->Write(s.request)) {
+      if (Parses(*m.request_prototype, s.request.view())) {
+        switch (m.capture->Write(s.request.view())) {
           case Capture::Result::kWritten:
             m.captured.fetch_add(1, std::memory_order_relaxed);
             break;
@@ -410,9 +420,9 @@ class Worker {
       m.request_probe = std::make_unique<CostProbe>(m.request_prototype);
       m.response_probe = std::make_unique<CostProbe>(m.response_prototype);
     }
-    ModeCosts total = m.request_probe->Measure(s.request);
+    ModeCosts total = m.request_probe->Measure(s.request.view());
     if (total.ok) {
-      const ModeCosts response = m.response_probe->Measure(s.response);
+      const ModeCosts response = m.response_probe->Measure(s.response.view());
       total.ok = response.ok;
       for (int i = 0; i < kNumAllocationModes; ++i)
         total.ns[i] += response.ns[i];
@@ -432,9 +442,9 @@ class Worker {
   }
 
   static bool Parses(const google::protobuf::Message& prototype,
-                     const std::string& bytes) {
+                     std::string_view bytes) {
     std::unique_ptr<google::protobuf::Message> m(prototype.New());
-    return m->ParseFromString(bytes);
+    return m->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
   }
 
   Mutex mu_;
@@ -445,6 +455,8 @@ class Worker {
   bool running_ ABSL_GUARDED_BY(mu_) = false;  // the thread started
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<size_t> queued_{0};  // queue_.size(), read without mu_
+  // Samples queued plus samples handled (MeasuringProgress()).
+  std::atomic<uint64_t> progress_{0};
   // What measuring costs: this thread's CPU, and the call threads' spent
   // serializing sampled calls.
   std::atomic<uint64_t> thread_cpu_ns_{0};
@@ -679,15 +691,55 @@ void MethodMeter::CountCallbackTrial(bool lost) {
                kLossWindow);
 }
 
-void MethodMeter::Submit(std::string request,
+void MethodMeter::Submit(SampleBytes request,
                          const google::protobuf::Message& response,
                          double cpu_ns) {
   const double start = ThreadCpuNs();
-  SubmitBytes(std::move(request), response.SerializeAsString());
+  SubmitBytes(std::move(request), SampleBytes::Of(response));
   Worker::Get().AddSamplingCpu(impl_, cpu_ns + ThreadCpuNs() - start);
 }
 
-bool MethodMeter::SubmitBytes(std::string request, std::string response) {
+SampleBytes SampleBytes::Of(const google::protobuf::Message& message) {
+  SampleBytes b;
+  const size_t n = message.ByteSizeLong();
+  if (n >= kMappedBytes) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t len = (n + page - 1) / page * page;
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      b.mapped_ = static_cast<char*>(p);
+      b.mapped_size_ = len;
+      b.size_ = n;
+      message.SerializeWithCachedSizesToArray(
+          reinterpret_cast<uint8_t*>(b.mapped_));
+      return b;
+    }
+  }
+  b.heap_.resize(n);
+  message.SerializeWithCachedSizesToArray(
+      reinterpret_cast<uint8_t*>(b.heap_.data()));
+  return b;
+}
+
+SampleBytes& SampleBytes::operator=(SampleBytes&& o) noexcept {
+  if (this == &o) return *this;
+  Unmap();
+  heap_ = std::move(o.heap_);
+  o.heap_.clear();
+  mapped_ = std::exchange(o.mapped_, nullptr);
+  size_ = std::exchange(o.size_, 0);
+  mapped_size_ = std::exchange(o.mapped_size_, 0);
+  return *this;
+}
+
+void SampleBytes::Unmap() {
+  if (mapped_ != nullptr) munmap(mapped_, mapped_size_);
+  mapped_ = nullptr;
+  size_ = mapped_size_ = 0;
+}
+
+bool MethodMeter::SubmitBytes(SampleBytes request, SampleBytes response) {
   if (Worker::Get().TryPush(
           Sample{impl_, std::move(request), std::move(response)})) {
     impl_->submitted.fetch_add(1, std::memory_order_relaxed);
@@ -696,6 +748,8 @@ bool MethodMeter::SubmitBytes(std::string request, std::string response) {
   impl_->dropped.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
+
+uint64_t MeasuringProgress() { return Worker::Get().Progress(); }
 
 void PauseMeasuringForTest(bool paused) { Worker::Get().Pause(paused); }
 size_t QueuedSamplesForTest() { return Worker::Get().Queued(); }

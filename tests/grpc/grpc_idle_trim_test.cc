@@ -12,9 +12,11 @@
 #include <thread>
 #include <vector>
 
+#include "arenarpc/grpc/internal/method_meter.h"
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/page_pool.h"
+#include "grpc/grpc_test_util.h"
 #include "src/internal/background_thread.h"
 #include "test_messages.pb.h"
 
@@ -131,6 +133,84 @@ TEST_F(IdleTrimTest, ReachesTheCachesOfThreadsThatStayAlive) {
   const PagePoolStats s = PagePool::Default().Stats();
   EXPECT_EQ(s.pages_cached, 0u);
   EXPECT_EQ(s.pages_in_use, 0u);
+}
+
+// The measuring thread (kAuto, shadow measurement) runs behind a queue at
+// low priority: it parses its samples in every mode after the calls they
+// came from ended, often after the idle trim. What it frees then (arena
+// pages into the depot) must be trimmed too: its work counts as activity.
+void StartOnlyTheMeasuringThread(std::function<void()> body) {
+  // The trimming thread asked first (ApplyServerLimits): the test drives it.
+  if (++threads_asked > 1) std::thread(std::move(body)).detach();
+}
+
+TEST_F(IdleTrimTest, TrimsAgainAfterTheMeasuringThreadsLastSample) {
+  internal::SetBackgroundThreadStarterForTesting(&StartOnlyTheMeasuringThread);
+  ServerOptions options(AllocationMode::kArena);
+  options.idle_trim.idle_ms = 100;
+  internal::ApplyServerLimits(options);
+  ASSERT_EQ(threads_asked, 1);
+  ShadowOptions shadow;
+  shadow.sample_one_in = 1;
+  shadow.max_cpu_share = 1.0;  // every sample measured
+  internal::MethodMeter meter("test.Svc/Method", AllocationMode::kHeap, shadow,
+                              &Record::default_instance(),
+                              &Record::default_instance());
+  // Many small sub-messages: parsed on arena pages, not in a few strings.
+  Record big;
+  for (int i = 0; i < 20'000; ++i) big.add_leaves()->add_numbers(i);
+  internal::PauseMeasuringForTest(true);
+  ASSERT_TRUE(meter.SubmitBytes(big.SerializeAsString(), ""));
+  ASSERT_EQ(PagePool::Default().BytesHeld(), 0u);
+
+  // The calls ended; the sample waits in the queue: the idle trim runs.
+  const Clock::time_point t0 = Clock::now();
+  internal::IdleTrimTickForTesting(t0);
+  internal::IdleTrimTickForTesting(t0 + milliseconds(100));
+  ASSERT_EQ(GetGrpcStats().idle_trims, 1u);
+
+  // Then the measuring thread parses it in every mode; its pages land in
+  // the depot.
+  const uint64_t before = internal::MeasuringProgress();
+  internal::PauseMeasuringForTest(false);
+  ASSERT_TRUE(arenarpc::testing::WaitFor(
+      [&] { return internal::MeasuringProgress() > before; }));
+  ASSERT_GT(PagePool::Default().BytesHeld(), 0u);
+
+  // No call since: still a new idle period, trimmed like the first.
+  const Clock::time_point t1 = t0 + milliseconds(1000);
+  internal::IdleTrimTickForTesting(t1);
+  internal::IdleTrimTickForTesting(t1 + milliseconds(100));
+  EXPECT_EQ(GetGrpcStats().idle_trims, 2u);
+  EXPECT_EQ(PagePool::Default().BytesHeld(), 0u)
+      << "the measuring thread's pages stayed pooled after the idle trim";
+}
+
+// A sample's bytes are freed by the measuring thread, after the call that
+// took them: large ones in a mapping of their own (unmapped then), never in
+// the call thread's glibc arena, whose top malloc_trim(0) does not reach.
+TEST(SampleBytesTest, LargeSamplesAreMappedSmallOnesOnTheHeap) {
+  Record small;
+  small.set_title("small");
+  const internal::SampleBytes s = internal::SampleBytes::Of(small);
+  EXPECT_FALSE(s.mapped());
+  EXPECT_EQ(s.view(), small.SerializeAsString());
+
+  Record big;
+  while (big.ByteSizeLong() < internal::SampleBytes::kMappedBytes) {
+    big.add_leaves()->set_text(std::string(1000, 'x'));
+  }
+  internal::SampleBytes b = internal::SampleBytes::Of(big);
+  EXPECT_TRUE(b.mapped());
+  EXPECT_EQ(b.view(), big.SerializeAsString());
+  internal::SampleBytes moved = std::move(b);
+  EXPECT_TRUE(moved.mapped());
+  EXPECT_EQ(moved.view(), big.SerializeAsString());
+  // A moved-from sample is empty (it owns nothing to unmap).
+  EXPECT_EQ(b.size(), 0u);  // NOLINT(bugprone-use-after-move)
+  moved = internal::SampleBytes(std::string("as they are"));
+  EXPECT_FALSE(moved.mapped());
+  EXPECT_EQ(moved.view(), "as they are");
 }
 
 TEST_F(IdleTrimTest, OffByDefault) {

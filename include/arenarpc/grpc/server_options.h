@@ -92,14 +92,17 @@ struct AutoOptions {
 
 // Giving memory back after a burst (off by default): the first install
 // that sets idle_ms starts one low-priority thread (nice 19, never stopped)
-// that, once no call was allocated for idle_ms, trims once per idle period:
+// that, once no call was allocated and the measuring thread (kAuto, shadow
+// measurement) finished no sample for idle_ms, trims once per idle period:
 // the shared depot of every registered MessagePool (MessagePool::Trim) and
 // the instances its idle threads cache (MessagePool::ReleaseIdleCaches),
 // every thread's pooled arenas and page cache (ReleaseIdleArenas,
 // PagePool::ReleaseIdleCaches: gRPC's idle threads would pin them), the
 // page pool's depot (PagePool::Trim) and, with glibc, the process heap
-// (malloc_trim(0)). If the thread cannot start, there is no trimming:
-// GrpcStats::background_thread_failures.
+// (malloc_trim(0): free blocks in every arena and the main arena's top, not
+// the top of a thread arena, which glibc keeps up to its M_TRIM_THRESHOLD;
+// docs/RELIABILITY.md section 1). If the thread cannot start, there is no
+// trimming: GrpcStats::background_thread_failures.
 struct IdleTrimOptions {
   int idle_ms = 0;  // 0: off
 };

@@ -258,12 +258,13 @@ class StreamMessages {
   // request or the response of a call of the method.
   void Sample() {
     const double start = internal::MethodMeter::ThreadCpuNs();
-    std::string bytes = message_->SerializeAsString();
-    const double cpu = internal::MethodMeter::ThreadCpuNs() - start;
     if (empty_response_ != nullptr) {
-      meter_->Submit(std::move(bytes), *empty_response_, cpu);
+      internal::SampleBytes bytes = internal::SampleBytes::Of(*message_);
+      meter_->Submit(std::move(bytes), *empty_response_,
+                     internal::MethodMeter::ThreadCpuNs() - start);
     } else {
-      meter_->Submit(std::string(), *message_, cpu);
+      meter_->Submit(internal::SampleBytes(), *message_,
+                     internal::MethodMeter::ThreadCpuNs() - start);
     }
   }
 

@@ -17,12 +17,53 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "arenarpc/allocation_mode.h"
 #include "arenarpc/grpc/server_options.h"
 
 namespace arenarpc::internal {
+
+// The serialized bytes of a sampled message. From kMappedBytes on they get
+// an anonymous mapping of their own, unmapped when freed: the measuring
+// thread frees a sample after the call that took it ended, and a heap copy
+// of megabytes would go back into the call thread's glibc arena, at its top,
+// which malloc_trim(0) does not trim in thread arenas (only glibc's own
+// M_TRIM_THRESHOLD does, and glibc raises that up to 64 MiB once blocks
+// that large were freed). Measured: docs/RELIABILITY.md section 1.
+//
+// Thread safety: one thread at a time. Lifetime: owns its bytes.
+class SampleBytes {
+ public:
+  // glibc's default M_MMAP_THRESHOLD: what it maps on its own, unraised.
+  static constexpr size_t kMappedBytes = size_t{128} << 10;
+
+  SampleBytes() = default;
+  explicit SampleBytes(std::string bytes) : heap_(std::move(bytes)) {}
+  // `message` serialized (mapped from kMappedBytes on; on the heap if the
+  // mapping fails).
+  static SampleBytes Of(const google::protobuf::Message& message);
+  SampleBytes(SampleBytes&& o) noexcept { *this = std::move(o); }
+  SampleBytes& operator=(SampleBytes&& o) noexcept;
+  SampleBytes(const SampleBytes&) = delete;
+  SampleBytes& operator=(const SampleBytes&) = delete;
+  ~SampleBytes() { Unmap(); }
+
+  std::string_view view() const {
+    return mapped_ != nullptr ? std::string_view(mapped_, size_) : heap_;
+  }
+  size_t size() const { return view().size(); }
+  bool mapped() const { return mapped_ != nullptr; }
+
+ private:
+  void Unmap();
+
+  std::string heap_;
+  char* mapped_ = nullptr;
+  size_t size_ = 0;         // of the bytes in mapped_
+  size_t mapped_size_ = 0;  // of the mapping (whole pages)
+};
 
 // One method's measuring (see the top of this file).
 class MethodMeter {
@@ -82,13 +123,17 @@ class MethodMeter {
   // the queue is full or busy.
   // `cpu_ns` is the calling thread's CPU spent on the sample so far
   // (serializing the request); Submit adds its own and records the sum.
-  void Submit(std::string request, const google::protobuf::Message& response,
+  void Submit(SampleBytes request, const google::protobuf::Message& response,
               double cpu_ns);
   // The calling thread's CPU time, ns (what sampling costs is counted).
   static double ThreadCpuNs();
   // Queues serialized messages as a sample; false if dropped. Bytes that do
   // not parse are counted as malformed by the measuring thread.
-  bool SubmitBytes(std::string request, std::string response);
+  bool SubmitBytes(SampleBytes request, SampleBytes response);
+  bool SubmitBytes(std::string request, std::string response) {
+    return SubmitBytes(SampleBytes(std::move(request)),
+                       SampleBytes(std::move(response)));
+  }
 
   struct Impl;
 
@@ -183,7 +228,7 @@ class SampledCall {
   void BeforeFreeRequest(const google::protobuf::Message& request) {
     if (meter_ == nullptr) return;
     const double start = MethodMeter::ThreadCpuNs();
-    freed_request_ = request.SerializeAsString();
+    freed_request_ = SampleBytes::Of(request);
     cpu_ns_ = MethodMeter::ThreadCpuNs() - start;
   }
   void AtRelease(const google::protobuf::Message* request,
@@ -191,7 +236,7 @@ class SampledCall {
     if (meter_ == nullptr) return;
     const double start = MethodMeter::ThreadCpuNs();
     if (request != nullptr) {
-      std::string bytes = request->SerializeAsString();
+      SampleBytes bytes = SampleBytes::Of(*request);
       meter_->Submit(std::move(bytes), response,
                      MethodMeter::ThreadCpuNs() - start);
     } else if (freed_request_.has_value()) {
@@ -201,9 +246,16 @@ class SampledCall {
 
  private:
   MethodMeter* const meter_;
-  std::optional<std::string> freed_request_;
+  std::optional<SampleBytes> freed_request_;
   double cpu_ns_ = 0;
 };
+
+// Samples queued plus samples the measuring thread has finished (their
+// bytes and parsed copies freed), since the process started. Idle trimming
+// takes a change as activity: the measuring thread runs behind a queue at
+// low priority, so it frees pages and heap after the calls it measures
+// ended, and a server is idle only once it is done too.
+uint64_t MeasuringProgress();
 
 // Tests only: while paused the measuring thread takes nothing off the queue;
 // the number of samples queued now.
