@@ -18,7 +18,7 @@ rounds interleaved, medians; writes summary.md and rounds.jsonl to --out:
   /usr/bin/python3 bench/message_pool/reuse_skew.py \
       --builds 3.21=build/release/bench/reuse_skew_bench \
       --builds 35.1=build/release-modern/bench/reuse_skew_bench \
-      --requests 40000 --reps 5 --out docs/raw/reuse_skew/protobuf35
+      --requests 60000 --reps 3 --out docs/raw/reuse_skew/protobuf35
 """
 import argparse
 import json
