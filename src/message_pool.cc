@@ -18,13 +18,18 @@ using google::protobuf::Message;
 // heap_instances_). Built lazily, so an idle instance that was rebuilt holds
 // nothing until it is used again.
 struct MessagePoolCore::Entry {
+  // The instance's arena; for a heap instance, the arena of this use's
+  // large-input message (`large`), if any.
   std::optional<ScopedArena> arena;
   Message* message = nullptr;  // on *arena, or the heap
-  uint64_t footprint = 0;      // bytes after the first use
-  uint64_t space = 0;          // bytes at the last return
-  size_t peak = 0;             // largest content measured since built
-  uint32_t uses = 0;           // since built
-  size_t poisoned = 0;         // bytes of *message poisoned while idle (ASan)
+  // This use's message, on `arena`, when ParseFrom() got an input above the
+  // growth bound into a heap instance (see ParseTarget); else nullptr.
+  Message* large = nullptr;
+  uint64_t footprint = 0;  // bytes after the first use
+  uint64_t space = 0;      // bytes at the last return
+  size_t peak = 0;         // largest content measured since built
+  uint32_t uses = 0;       // since built
+  size_t poisoned = 0;     // bytes of *message poisoned while idle (ASan)
 
   ~Entry() { Clear(); }
   // Idle: nothing of the pool touches the message until it is handed out
@@ -43,7 +48,8 @@ struct MessagePoolCore::Entry {
     Unpoison();
     if (message != nullptr && message->GetArena() == nullptr) delete message;
     message = nullptr;
-    arena.reset();  // runs the arena's destructors, pages back to the pool
+    large = nullptr;  // on the arena, destroyed with it
+    arena.reset();    // runs the arena's destructors, pages back to the pool
     footprint = space = 0;
     peak = 0;
     uses = 0;
@@ -130,7 +136,28 @@ MessagePoolCore::~MessagePoolCore() {
   cache_.reset();
 }
 
-Message* MessagePoolCore::MessageOf(Entry* entry) { return entry->message; }
+Message* MessagePoolCore::MessageOf(Entry* entry) {
+  return entry->large != nullptr ? entry->large : entry->message;
+}
+
+Message* MessagePoolCore::ParseTarget(Entry* e, size_t wire_size) {
+  // Only a heap instance: an arena instance takes a large input on its own
+  // arena (bump allocation, reset on eviction) already.
+  if (!heap_instances_ || !options_.large_inputs_on_arena ||
+      e->large != nullptr || wire_size <= guard_->Bound()) {
+    return MessageOf(e);
+  }
+  // A heap instance would malloc every element the input has beyond its
+  // capacity, then be destroyed on return (the guard evicts what held
+  // content above the bound): one malloc and one free per object of the
+  // largest inputs. A fresh arena takes them in bulk, as arena mode does;
+  // the heap instance stays as it was for the next use.
+  e->message->Clear();  // ParseFrom() replaces the content: drop any writes
+  e->arena.emplace();
+  e->large = prototype_->New(e->arena->arena());
+  large_.Add(1);
+  return e->large;
+}
 
 MessagePoolCore::Entry* MessagePoolCore::Acquire() {
   auto* e = static_cast<Entry*>(cache_->Pop());
@@ -169,6 +196,18 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
     e->Clear();
     cache_->Push(e);
     in_use_.Add(-1);  // last: at 0 no return is still inside the pool
+    return;
+  }
+  if (e->large != nullptr) {
+    // The input went to a fresh arena (ParseTarget): the heap instance was
+    // not used and stays; the arena and what it holds go.
+    if (size_hint != 0 && OneIn(4)) guard_->Observe(size_hint);
+    e->large = nullptr;
+    e->arena.reset();
+    retained_.Add(static_cast<int64_t>(e->space));
+    e->Poison(object_size_);
+    cache_->Push(e);
+    in_use_.Add(-1);  // last (see above)
     return;
   }
   if (fresh_arenas_) {
@@ -253,6 +292,7 @@ MessagePoolStats MessagePoolCore::Stats() const {
   s.rebuilt_after_exception = interrupted_.load(std::memory_order_relaxed);
   s.fresh_arena_returns =
       static_cast<uint64_t>(std::max<int64_t>(0, fresh_.Sum()));
+  s.large_on_arena = static_cast<uint64_t>(std::max<int64_t>(0, large_.Sum()));
   s.dropped_idle = dropped_.load(std::memory_order_relaxed);
   s.in_use = static_cast<uint64_t>(std::max<int64_t>(0, in_use_.Sum()));
   s.idle = c.in_depot + c.in_threads;

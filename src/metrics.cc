@@ -142,6 +142,10 @@ void AppendMessagePools(internal::PrometheusWriter& w) {
        "Returns that reset the instance's arena: Clear() cannot keep the "
        "type.",
        &MessagePoolStats::fresh_arena_returns},
+      {"arenarpc_message_pool_large_on_arena_total", "counter",
+       "ParseFrom() inputs above the bound parsed on a fresh arena instead "
+       "of the heap instance.",
+       &MessagePoolStats::large_on_arena},
       {"arenarpc_message_pool_dropped_idle_total", "counter",
        "Instances destroyed: idle bound reached.",
        &MessagePoolStats::dropped_idle},

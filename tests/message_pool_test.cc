@@ -442,6 +442,71 @@ TEST(MessagePoolTest, BurstOfHugeMessagesLeavesNothingAboveTheBound) {
   }
 }
 
+TEST(MessagePoolTest, LargeInputGoesToAFreshArenaNotTheHeapInstance) {
+  // Heap instances (v22+): ParseFrom() of an input above the bound parses
+  // it on a fresh arena; the heap instance is neither grown nor evicted.
+  // Arena instances (3.21) take it on their arena and are evicted.
+  MessagePoolOptions o;
+  o.hard_cap_bytes = 4096;  // the bound before any size is learned
+  o.min_bound_bytes = 0;
+  std::mt19937 rng(12);
+  test::Batch small, big;
+  FillBatch(rng, 2, &small);
+  FillBatch(rng, 100, &big);
+  const std::string small_wire = small.SerializeAsString();
+  const std::string big_wire = big.SerializeAsString();
+  ASSERT_LT(small_wire.size(), o.hard_cap_bytes);
+  ASSERT_GT(big_wire.size(), o.hard_cap_bytes);
+  const bool heap = internal::kArenaParseRecreatesStrings;
+
+  MessagePool<test::Batch> pool(o);
+  ASSERT_TRUE(pool.ReuseLimit().empty());
+  const test::Batch* instance = nullptr;
+  {
+    auto m = pool.Acquire();
+    ASSERT_TRUE(m.ParseFrom(small_wire));
+    instance = m.get();
+  }
+  {
+    auto m = pool.Acquire();
+    ASSERT_EQ(m.get(), instance);  // the one idle instance
+    ASSERT_TRUE(m.ParseFrom(big_wire));
+    EXPECT_EQ(m->SerializeAsString(), big_wire);
+    EXPECT_EQ(m.get() != instance, heap);
+    if (heap) {
+      EXPECT_NE(m->GetArena(), nullptr);
+    }
+  }
+  MessagePoolStats s = pool.Stats();
+  EXPECT_EQ(s.large_on_arena, heap ? 1u : 0u);
+  EXPECT_EQ(s.evicted_by_guard, heap ? 0u : 1u);
+  {
+    auto m = pool.Acquire();
+    ASSERT_TRUE(m.ParseFrom(small_wire));
+    EXPECT_EQ(m->SerializeAsString(), small_wire);
+    if (heap) {
+      EXPECT_EQ(m.get(), instance);  // kept, not rebuilt
+      EXPECT_EQ(m->GetArena(), nullptr);
+      EXPECT_LT(m->series().Capacity(), 100);  // not grown by the big input
+    }
+  }
+  s = pool.Stats();
+  EXPECT_EQ(s.created, heap ? 1u : 2u);
+  EXPECT_EQ(s.idle, 1u);
+
+  // Off: the input goes into the heap instance, which the guard evicts.
+  o.large_inputs_on_arena = false;
+  MessagePool<test::Batch> inplace(o);
+  {
+    auto m = inplace.Acquire();
+    const test::Batch* before = m.get();
+    ASSERT_TRUE(m.ParseFrom(big_wire));
+    EXPECT_EQ(m.get(), before);
+  }
+  EXPECT_EQ(inplace.Stats().large_on_arena, 0u);
+  EXPECT_EQ(inplace.Stats().evicted_by_guard, 1u);
+}
+
 TEST(MessagePoolTest, IdleInstancesAreBounded) {
   MessagePoolOptions o = Reusing();
   o.idle_per_thread = 2;

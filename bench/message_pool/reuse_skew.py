@@ -10,6 +10,15 @@ Part 1 (shape=request): 99 % ~10 KB / 1 % ~2 MB requests, 4 threads x 32 in
 flight, heap vs ScopedArena vs naive Clear-and-reuse vs MessagePool.
 Part 2 (shape=envelope): the same requests wrapped in a proto3 field without
 has-bit (the reuse trap), incl. naive reuse on long-lived arenas.
+
+--builds compares protobuf builds instead (issue 25): reuse (pool and its
+variants) against a fresh arena per use (scoped) on each build, both shapes,
+rounds interleaved, medians; writes summary.md and rounds.jsonl to --out:
+
+  /usr/bin/python3 bench/message_pool/reuse_skew.py \
+      --builds 3.21=build/release/bench/reuse_skew_bench \
+      --builds 35.1=build/release-modern/bench/reuse_skew_bench \
+      --requests 60000 --reps 3 --out docs/raw/reuse_skew/protobuf35
 """
 import argparse
 import json
@@ -37,6 +46,76 @@ def table(results, baseline_speed, baseline_rss):
     return "\n".join(lines)
 
 
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return f.read().strip()
+
+
+# Modes per build: pool_inplace and pool_arena only differ from pool where
+# the pool puts instances on the heap (protobuf v22+); on 3.21 pool is both.
+COMPARE_MODES = ["scoped", "pool", "pool_inplace", "pool_arena"]
+
+
+def compare_builds(args):
+    builds = [b.split("=", 1) for b in args.builds]
+    os.makedirs(args.out, exist_ok=True)
+    rows = []  # (round, build, shape, mode, result)
+    load_before = loadavg()
+    with open(os.path.join(args.out, "rounds.jsonl"), "w") as log:
+        for rep in range(args.reps):
+            for name, binary in (builds if rep % 2 == 0 else builds[::-1]):
+                legacy = name.startswith("3.")
+                modes = ["scoped", "pool"] if legacy else COMPARE_MODES
+                for shape in ["envelope", "request"]:
+                    for mode in (modes if rep % 2 == 0 else modes[::-1]):
+                        r = run(binary, mode, shape, args.requests, [])
+                        r.pop("samples", None)
+                        r["build"], r["round"] = name, rep
+                        log.write(json.dumps(r) + "\n")
+                        log.flush()
+                        rows.append((rep, name, shape, mode, r))
+                        print(name, shape, mode, r["wall_ms"], r["peak_rss_mib"],
+                              file=sys.stderr)
+    load_after = loadavg()
+    med = {}
+    for _, name, shape, mode, r in rows:
+        med.setdefault((name, shape, mode), []).append(r)
+    r0 = rows[0][4]
+    text = [f"# reuse vs a fresh arena per use, by protobuf build", "",
+            f"{r0['requests']} requests per run, {r0['threads']} threads x 32 in flight; "
+            f"99 % {r0['small_bytes']} B, 1 % {r0['large_bytes']} B; medians of "
+            f"{args.reps} interleaved rounds.", "",
+            f"loadavg before: {load_before}", f"loadavg after: {load_after}", "",
+            "| build | shape | mode | wall s (median) | rounds, s | / scoped | peak RSS MiB | / scoped | pool stats (last round) |",
+            "|---|---|---|---:|---|---:|---:|---:|---|"]
+    for name, _ in builds:
+        for shape in ["envelope", "request"]:
+            base = med.get((name, shape, "scoped"))
+            if not base:
+                continue
+            bw = statistics.median(r["wall_ms"] for r in base)
+            br = statistics.median(r["peak_rss_mib"] for r in base)
+            for mode in COMPARE_MODES:
+                rs = med.get((name, shape, mode))
+                if not rs:
+                    continue
+                w = statistics.median(r["wall_ms"] for r in rs)
+                rss = statistics.median(r["peak_rss_mib"] for r in rs)
+                rounds = ", ".join(f"{r['wall_ms'] / 1000:.2f}" for r in rs)
+                pool = rs[-1].get("pool", {})
+                keep = {k: pool[k] for k in ["evicted_by_guard", "large_on_arena",
+                                             "rebuilt_garbage", "fresh_arena_returns",
+                                             "kept_percent"] if k in pool}
+                text.append(f"| {name} | {shape} | {mode} | {w / 1000:.2f} | {rounds} | "
+                            f"{w / bw:.2f} | {rss:.0f} | {rss / br:.2f} | "
+                            f"{json.dumps(keep) if keep else ''} |")
+    report = "\n".join(text) + "\n"
+    print(report)
+    with open(os.path.join(args.out, "summary.md"), "w") as f:
+        f.write(report)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--bin", default="build/release/bench/reuse_skew_bench")
@@ -46,7 +125,11 @@ def main():
     ap.add_argument("--trap_requests", type=int, default=20000)
     ap.add_argument("--reps", type=int, default=1, help="runs per mode; medians reported")
     ap.add_argument("--no_plot", action="store_true")
+    ap.add_argument("--builds", action="append", default=[],
+                    help="name=binary; compare builds (see above)")
     args = ap.parse_args()
+    if args.builds:
+        return compare_builds(args)
 
     def median_run(mode, shape, requests):
         runs = [run(args.bin, mode, shape, requests, []) for _ in range(args.reps)]

@@ -7,6 +7,12 @@
 //   naive    one message per thread, parsed over and over (Clear-and-reuse:
 //            keeps the capacity of the largest request it ever saw)
 //   pool     arenarpc::MessagePool with its growth guard
+//   pool_arena  MessagePool with MessagePoolOptions::arena_instances (its
+//            instances on arenas even where it would put them on the heap;
+//            the same as pool on protobuf before v22)
+//   pool_inplace  MessagePool without large_inputs_on_arena: inputs above
+//            the growth bound go into the (heap) instance, which is then
+//            evicted (MessagePool before issue 25; pool on 3.21 is alike)
 //   arena_naive  like naive, each message on its own long-lived protobuf
 //            Arena (shows why MessagePool keeps instances on the heap)
 //
@@ -34,7 +40,8 @@
 #include "arenarpc/message_pool.h"
 #include "trpc_bench.pb.h"
 
-ABSL_FLAG(std::string, mode, "pool", "heap, scoped, naive or pool");
+ABSL_FLAG(std::string, mode, "pool",
+          "heap, scoped, naive, arena_naive, pool, pool_arena or pool_inplace");
 ABSL_FLAG(std::string, shape, "request", "request or envelope");
 ABSL_FLAG(int, threads, 4, "worker threads");
 ABSL_FLAG(int, requests, 200000, "requests in total (all threads)");
@@ -109,7 +116,13 @@ int64_t Use(const M& m) {
 
 template <class M>
 arenarpc::MessagePool<M>& Pool() {
-  static arenarpc::MessagePool<M> pool;
+  static arenarpc::MessagePool<M> pool([] {
+    const std::string mode = absl::GetFlag(FLAGS_mode);
+    arenarpc::MessagePoolOptions o;
+    o.arena_instances = mode == "pool_arena";
+    o.large_inputs_on_arena = mode != "pool_inplace";
+    return o;
+  }());
   return pool;
 }
 
@@ -161,7 +174,7 @@ int64_t Worker(const std::string& mode, int requests, int inflight,
     uint64_t bytes = 0;
     for (auto& a : arenas) bytes += a->SpaceAllocated();
     arena_bytes.fetch_add(bytes);
-  } else if (mode == "pool") {
+  } else if (mode.starts_with("pool")) {
     std::vector<arenarpc::PooledMessage<M>> ring(k);
     for (int i = 0; i < requests; ++i) {
       auto m = Pool<M>().Acquire();
@@ -250,7 +263,7 @@ int main(int argc, char** argv) {
     std::printf(",\"arena_space_allocated_mib\":%.1f",
                 arena_bytes.load() / 1048576.0);
   }
-  if (mode == "pool") {
+  if (mode.starts_with("pool")) {
     const arenarpc::MessagePoolStats ps = shape == "envelope"
                                               ? Pool<RequestEnvelope>().Stats()
                                               : Pool<Request>().Stats();
@@ -258,12 +271,17 @@ int main(int argc, char** argv) {
         ",\"pool\":{\"acquisitions\":%llu,\"reuse_hits\":%llu,\"created\":%llu,"
         "\"evicted_by_guard\":%llu,\"rebuilt_garbage\":%llu,\"rebuilt_aged\":%"
         "llu,"
+        "\"fresh_arena_returns\":%llu,\"large_on_arena\":%llu,"
+        "\"kept_percent\":%llu,"
         "\"dropped_idle\":%llu,\"idle\":%llu,"
         "\"bound_bytes\":%llu,\"retained_bytes\":%llu}",
         (unsigned long long)ps.acquisitions, (unsigned long long)ps.reuse_hits,
         (unsigned long long)ps.created, (unsigned long long)ps.evicted_by_guard,
         (unsigned long long)ps.rebuilt_garbage,
         (unsigned long long)ps.rebuilt_aged,
+        (unsigned long long)ps.fresh_arena_returns,
+        (unsigned long long)ps.large_on_arena,
+        (unsigned long long)ps.kept_percent,
         (unsigned long long)ps.dropped_idle, (unsigned long long)ps.idle,
         (unsigned long long)ps.bound_bytes,
         (unsigned long long)ps.retained_bytes);

@@ -48,6 +48,19 @@
 //  - idle bound: at most idle_per_thread instances per thread plus idle_max
 //    process-wide; the rest are destroyed.
 //
+// Large inputs (heap instances, protobuf v22+): PooledMessage::ParseFrom()
+// parses an input above the growth guard's bound (one the guard would evict
+// the instance for) into a message on a fresh arena of pooled pages instead
+// of the heap instance, and the handle then points to that message; on
+// return the arena is reset and the heap instance, untouched, is reused.
+// Parsed into the heap instance, such an input costs a malloc per object
+// beyond the instance's capacity and a free per object when the evicted
+// instance is destroyed: on 99 % ~8 KB / 1 % ~1.7 MB requests on protobuf
+// 35.1 that made reuse slower than a fresh arena per use
+// (docs/PROTOBUF_VERSIONS.md). Inputs parsed by other means (protobuf's own
+// ParseFromString on *handle, gRPC's deserializer into an allocator's
+// message) go into the instance as before.
+//
 // Out of memory: instances live on arenas, which take blocks from the heap
 // when the page pool has none (arena.h), so Acquire() and parsing fail only
 // when the heap fails too, with std::bad_alloc like protobuf's own calls;
@@ -134,6 +147,11 @@ struct MessagePoolOptions {
   // v22+, see above); bench/corpus/corpus_bench.cc's reuse_arena mode
   // measures it.
   bool arena_instances = false;
+  // Heap instances: ParseFrom() puts an input above the growth bound on a
+  // fresh arena ("Large inputs" above). Off: into the instance, which the
+  // guard then evicts (the behaviour before; reuse_skew_bench's pool_inplace
+  // mode measures it).
+  bool large_inputs_on_arena = true;
 };
 
 struct MessagePoolStats {
@@ -149,6 +167,10 @@ struct MessagePoolStats {
   // Returns that reset the instance's arena instead of Clear(): the type is
   // one Clear() cannot keep whole (reuse_lossy_types off).
   uint64_t fresh_arena_returns = 0;
+  // Uses whose ParseFrom() input was above the growth guard's bound, parsed
+  // into a message on a fresh arena instead of the pool's heap instance
+  // (see "Large inputs" above).
+  uint64_t large_on_arena = 0;
   uint64_t dropped_idle = 0;  // destroyed: idle bound reached
   // Handles alive, counting a return until it is done with the pool: at 0
   // (and no Acquire() running) the pool may be destroyed.
@@ -187,6 +209,10 @@ class MessagePoolCore {
   static constexpr size_t kInterrupted = ~size_t{0};
   void Return(Entry* entry, size_t size_hint);
   static google::protobuf::Message* MessageOf(Entry* entry);
+  // The message ParseFrom() parses `wire_size` bytes into: the instance, or,
+  // for a heap instance and an input above the growth bound, a new message
+  // on a fresh arena, which the entry holds until it is returned.
+  google::protobuf::Message* ParseTarget(Entry* entry, size_t wire_size);
   MessagePoolStats Stats() const;
   void Trim();
   size_t ReleaseIdleCaches(std::chrono::milliseconds idle_for);
@@ -223,6 +249,7 @@ class MessagePoolCore {
   std::atomic<uint64_t> interrupted_{0};
   std::atomic<uint64_t> dropped_{0};
   StripedCounter fresh_;
+  StripedCounter large_;  // large_on_arena
 };
 
 // Registries that keep pointers to pools (src/metrics.cc) set a hook that a
@@ -283,13 +310,16 @@ class PooledMessage {
 
   // Parses `wire` into the message (replacing its content). On failure
   // returns false and leaves the message empty. Out of memory: see the
-  // pool's "Out of memory" note.
+  // pool's "Out of memory" note. An input above the growth bound may be
+  // parsed into another message (see "Large inputs" above): take pointers
+  // from the handle after ParseFrom(), not before.
   bool ParseFrom(std::string_view wire) {
     ARENARPC_DCHECK(message_ != nullptr,
                     "PooledMessage: use of an empty handle (returned, moved "
                     "from or default-constructed)");
     // Stays kInterrupted if the parse throws (std::bad_alloc).
     size_hint_ = internal::MessagePoolCore::kInterrupted;
+    message_ = static_cast<T*>(core_->ParseTarget(entry_, wire.size()));
     const bool ok =
         message_->ParseFromArray(wire.data(), static_cast<int>(wire.size()));
     size_hint_ = wire.size();
