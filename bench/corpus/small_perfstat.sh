@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Small messages (health, 0 B) at 1,000 calls/s: the corpus server in each
+# mode (none = plain gRPC), with gRPC's sync pool bounds as they come
+# (default: MIN_POLLERS 1, MAX_POLLERS 2, threads start and end under load)
+# and fixed (4 / 16), 3 interleaved rounds; perf stat over 8 s of each:
+# task-clock (CPU), context switches, page faults and the syscalls that
+# thread churn and page release make (clone3, mmap, munmap, madvise).
+# perf stat -p counts every thread of the process, also those started
+# after it attached (perf record -p does not: a profile of the sync
+# server taken that way missed the calls gRPC serves on new threads: 12
+# samples in 4 s, where perf record -a gave ~380 for the same process).
+# usage: bench/corpus/small_perfstat.sh API OUTDIR   (API: sync or callback)
+set -u
+api=$1; out=$2; shift 2
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+B="${BUILD:-$ROOT/build/release}/bench/corpus"
+GHZ="$(command -v ghz || echo "$HOME/go/bin/ghz")"
+mkdir -p $out
+echo "loadavg before: $(cat /proc/loadavg)"
+for round in 1 2 3; do
+for pol in default fixed; do
+for mode in none heap arena reuse; do
+  extra=""; [ $pol = fixed ] && extra="--sync_min_pollers=4 --sync_max_pollers=16"
+  $B/arenarpc_corpus_server --port=0 --mode=$mode --api=$api $extra > $out/srv.log 2>&1 &
+  spid=$!
+  for i in $(seq 100); do grep -q listening $out/srv.log && break; sleep 0.1; done
+  port=$(grep -o 'listening on [0-9.:]*' $out/srv.log | sed 's/.*://')
+  taskset -c 1 $GHZ --insecure --async --rps=1000 --duration=12s --connections=1 --concurrency=8 --cpus=1 \
+     --proto $ROOT/bench/corpus/protos/grpc/health/v1/health.proto --import-paths $ROOT/bench/corpus/protos \
+     --call=grpc.health.v1.Health.Check -d '{}' 127.0.0.1:$port > $out/ghz.txt 2>&1 &
+  gpid=$!
+  sleep 2.5
+  perf stat -e task-clock,context-switches,page-faults,syscalls:sys_enter_clone3,syscalls:sys_enter_futex,syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,syscalls:sys_enter_madvise -p $spid -o $out/stat.txt -- sleep 8
+  wait $gpid
+  kill $spid; wait $spid 2>/dev/null
+  calls=$(grep -m1 "Count:" $out/ghz.txt | awk '{print $2}')
+  echo "r$round $pol $mode calls=$calls $(grep -E 'task-clock|switches|faults|syscalls' $out/stat.txt | awk '{printf "%s %s; ", $1, $2}' | sed 's/syscalls:sys_enter_//g')"
+done
+done
+done
+echo "loadavg after: $(cat /proc/loadavg)"
