@@ -114,7 +114,7 @@ TEST(ObjectPoolTest, ForwardsArgumentsAndRunsDestructorsOnce) {
   EXPECT_EQ(constructed, 1000);
   EXPECT_EQ(destroyed, 0);
   for (int i = 0; i < 1000; ++i) {
-    EXPECT_EQ(objects[i]->name, "n" + std::to_string(i));
+    EXPECT_EQ(objects[i]->name, absl::StrCat("n", i));
     EXPECT_EQ(*objects[i]->value, i);  // the unique_ptr was moved in
   }
   for (Tracked* t : objects) pool.Delete(t);
