@@ -2,14 +2,16 @@
 # Small messages (health, 0 B) at 1,000 calls/s: the corpus server in each
 # mode (none = plain gRPC), with gRPC's sync pool bounds as they come
 # (default: MIN_POLLERS 1, MAX_POLLERS 2, threads start and end under load)
-# and fixed (4 / 16), 3 interleaved rounds; perf stat over 8 s of each:
-# task-clock (CPU), context switches, page faults and the syscalls that
+# and fixed (4 / 16; sync API only), ROUNDS (3) interleaved rounds, the
+# order of the modes rotating by round; perf stat over 8 s of each:
+# the server's CPU from /proc (every thread's), task-clock, context
+# switches, page faults and the syscalls that
 # thread churn and page release make (clone3, mmap, munmap, madvise).
-# perf stat -p counts every thread of the process, also those started
-# after it attached (perf record -p does not: a profile of the sync
-# server taken that way missed the calls gRPC serves on new threads: 12
+# perf stat -p attaches to the threads alive when it starts: its
+# task-clock came to 69-92 % of /proc's CPU over the same window, so the
+# ratios use /proc. perf record -p did worse on the sync server (12
 # samples in 4 s, where perf record -a gave ~380 for the same process).
-# usage: bench/corpus/small_perfstat.sh API OUTDIR   (API: sync or callback)
+# usage: [ROUNDS=N] bench/corpus/small_perfstat.sh API OUTDIR   (API: sync, callback or async)
 set -u
 api=$1; out=$2; shift 2
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -17,9 +19,15 @@ B="${BUILD:-$ROOT/build/release}/bench/corpus"
 GHZ="$(command -v ghz || echo "$HOME/go/bin/ghz")"
 mkdir -p $out
 echo "loadavg before: $(cat /proc/loadavg)"
-for round in 1 2 3; do
-for pol in default fixed; do
-for mode in none heap arena reuse; do
+rounds=${ROUNDS:-3}
+pols="default fixed"
+[ "$api" = sync ] || pols=default  # the pool flags are the sync API's
+modes=(none heap arena reuse)
+for round in $(seq 1 "$rounds"); do
+for pol in $pols; do
+# The order rotates by round, so no mode always runs first or last.
+for k in 0 1 2 3; do
+  mode=${modes[$(( (k + round - 1) % 4 ))]}
   extra=""; [ $pol = fixed ] && extra="--sync_min_pollers=4 --sync_max_pollers=16"
   $B/arenarpc_corpus_server --port=0 --mode=$mode --api=$api $extra > $out/srv.log 2>&1 &
   spid=$!
@@ -30,11 +38,16 @@ for mode in none heap arena reuse; do
      --call=grpc.health.v1.Health.Check -d '{}' 127.0.0.1:$port > $out/ghz.txt 2>&1 &
   gpid=$!
   sleep 2.5
+  # The process's CPU from /proc (utime + stime of every thread, the ones
+  # that ended included), the figure the medians use; perf's counts beside.
+  t0=$(awk '{print $14 + $15}' /proc/$spid/stat)
   perf stat -e task-clock,context-switches,page-faults,syscalls:sys_enter_clone3,syscalls:sys_enter_futex,syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,syscalls:sys_enter_madvise -p $spid -o $out/stat.txt -- sleep 8
+  t1=$(awk '{print $14 + $15}' /proc/$spid/stat)
   wait $gpid
   kill $spid; wait $spid 2>/dev/null
   calls=$(grep -m1 "Count:" $out/ghz.txt | awk '{print $2}')
-  echo "r$round $pol $mode calls=$calls $(grep -E 'task-clock|switches|faults|syscalls' $out/stat.txt | awk '{printf "%s %s; ", $1, $2}' | sed 's/syscalls:sys_enter_//g')"
+  tick=$(getconf CLK_TCK)
+  echo "r$round $pol $mode calls=$calls proc_cpu_ms=$(( (t1 - t0) * 1000 / tick )) $(grep -E 'task-clock|switches|faults|syscalls' $out/stat.txt | awk '{printf "%s %s; ", $1, $2}' | sed 's/syscalls:sys_enter_//g')"
 done
 done
 done
