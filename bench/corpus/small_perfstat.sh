@@ -18,6 +18,7 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 B="${BUILD:-$ROOT/build/release}/bench/corpus"
 GHZ="$(command -v ghz || echo "$HOME/go/bin/ghz")"
 mkdir -p $out
+: > "$out/log.txt"  # the run lines, for the summary at the end
 echo "loadavg before: $(cat /proc/loadavg)"
 rounds=${ROUNDS:-3}
 pols="default fixed"
@@ -47,8 +48,11 @@ for k in 0 1 2 3; do
   kill $spid; wait $spid 2>/dev/null
   calls=$(grep -m1 "Count:" $out/ghz.txt | awk '{print $2}')
   tick=$(getconf CLK_TCK)
-  echo "r$round $pol $mode calls=$calls proc_cpu_ms=$(( (t1 - t0) * 1000 / tick )) $(grep -E 'task-clock|switches|faults|syscalls' $out/stat.txt | awk '{printf "%s %s; ", $1, $2}' | sed 's/syscalls:sys_enter_//g')"
+  echo "r$round $pol $mode calls=$calls proc_cpu_ms=$(( (t1 - t0) * 1000 / tick )) $(grep -E 'task-clock|switches|faults|syscalls' $out/stat.txt | awk '{printf "%s %s; ", $1, $2}' | sed 's/syscalls:sys_enter_//g')" | tee -a "$out/log.txt"
 done
 done
 done
 echo "loadavg after: $(cat /proc/loadavg)"
+echo
+echo "# medians (bench/corpus/small_perfstat_summary.py)"
+python3 "$ROOT/bench/corpus/small_perfstat_summary.py" "$out/log.txt" "$api"
