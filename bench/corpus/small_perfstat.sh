@@ -11,7 +11,10 @@
 # task-clock came to 69-92 % of /proc's CPU over the same window, so the
 # ratios use /proc. perf record -p did worse on the sync server (12
 # samples in 4 s, where perf record -a gave ~380 for the same process).
-# usage: [ROUNDS=N] bench/corpus/small_perfstat.sh API OUTDIR   (API: sync, callback or async)
+# usage: [ROUNDS=N] [MODES="none auto"] [POLS=fixed] bench/corpus/small_perfstat.sh API OUTDIR
+# API: sync, callback or async. MODES: the server's --mode values (default
+# all five: none heap arena reuse auto). POLS: the sync pool bounds to run
+# (default both: default fixed).
 set -u
 api=$1; out=$2; shift 2
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -21,14 +24,15 @@ mkdir -p $out
 : > "$out/log.txt"  # the run lines, for the summary at the end
 echo "loadavg before: $(cat /proc/loadavg)"
 rounds=${ROUNDS:-3}
-pols="default fixed"
+pols=${POLS:-default fixed}
 [ "$api" = sync ] || pols=default  # the pool flags are the sync API's
-modes=(none heap arena reuse)
+read -r -a modes <<< "${MODES:-none heap arena reuse auto}"
+n=${#modes[@]}
 for round in $(seq 1 "$rounds"); do
 for pol in $pols; do
 # The order rotates by round, so no mode always runs first or last.
-for k in 0 1 2 3; do
-  mode=${modes[$(( (k + round - 1) % 4 ))]}
+for k in $(seq 0 $((n - 1))); do
+  mode=${modes[$(( (k + round - 1) % n ))]}
   extra=""; [ $pol = fixed ] && extra="--sync_min_pollers=4 --sync_max_pollers=16"
   $B/arenarpc_corpus_server --port=0 --mode=$mode --api=$api $extra > $out/srv.log 2>&1 &
   spid=$!
