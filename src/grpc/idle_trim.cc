@@ -20,6 +20,8 @@
 #include "arenarpc/grpc/internal/method_meter.h"
 #include "arenarpc/grpc/server_options.h"
 #include "arenarpc/grpc/stats.h"
+#include "arenarpc/grpc/stream.h"
+#include "arenarpc/grpc/streaming.h"
 #include "arenarpc/internal/mutex.h"
 #include "arenarpc/page_pool.h"
 #include "src/internal/background_thread.h"
@@ -107,13 +109,17 @@ class Trimmer {
   void CapTrimDone() { wake_.store(false, std::memory_order_relaxed); }
 
  private:
-  // What changes while the server works: calls, and the measuring thread's
-  // samples (it frees what it measured after the calls ended; trimming
-  // before it is done would leave that memory pooled and in the heap).
+  // What changes while the server works: calls, streamed messages (a
+  // server that only streams is not idle while they move), and the
+  // measuring thread's samples (it frees what it measured after the calls
+  // ended; trimming before it is done would leave that memory pooled and in
+  // the heap).
   static uint64_t Activity() {
     const GrpcStats s = GetGrpcStats();
     uint64_t n = MeasuringProgress();
     for (const GrpcModeStats& m : s.modes) n += m.calls + m.in_flight;
+    for (uint64_t m : GetStreamTotals().messages) n += m;
+    n += GetStreamArenaTotals().messages;
     return n;
   }
 

@@ -15,6 +15,7 @@
 #include "arenarpc/grpc/internal/method_meter.h"
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
+#include "arenarpc/grpc/streaming.h"
 #include "arenarpc/page_pool.h"
 #include "grpc/grpc_test_util.h"
 #include "src/internal/background_thread.h"
@@ -115,6 +116,26 @@ TEST_F(IdleTrimTest, TrimsPoolsOnceCallsStop) {
   internal::IdleTrimTickForTesting(t0 + milliseconds(10'001));
   internal::IdleTrimTickForTesting(t0 + milliseconds(10'101));
   EXPECT_EQ(GetGrpcStats().idle_trims, 2u);
+}
+
+// A server that only streams is busy while its messages move: no idle trim
+// (a malloc_trim and the pools emptied) lands mid-stream.
+TEST_F(IdleTrimTest, StreamedMessagesAreActivity) {
+  ServerOptions options(AllocationMode::kHeap);
+  options.idle_trim.idle_ms = 100;
+  StreamMethod<Record, Record> method("arenarpc.test.Idle/Ingest", options);
+  StreamMessages<Record> in = method.Requests();
+  const uint64_t trims = GetGrpcStats().idle_trims;
+  const Clock::time_point t0 = Clock::now();
+  internal::IdleTrimTickForTesting(t0);
+  for (int i = 1; i <= 5; ++i) {
+    in.Next();  // a message every 60 ms, no unary call
+    internal::IdleTrimTickForTesting(t0 + milliseconds(60 * i));
+  }
+  EXPECT_EQ(GetGrpcStats().idle_trims, trims) << "trimmed mid-stream";
+  // The stream goes quiet: one idle period later, the trim.
+  internal::IdleTrimTickForTesting(t0 + milliseconds(60 * 5 + 100));
+  EXPECT_EQ(GetGrpcStats().idle_trims, trims + 1);
 }
 
 // A gRPC worker thread that served calls and then idles keeps its pooled

@@ -92,7 +92,8 @@ struct AutoOptions {
 
 // Giving memory back after a burst (off by default): the first install
 // that sets idle_ms starts one low-priority thread (nice 19, never stopped)
-// that, once no call was allocated and the measuring thread (kAuto, shadow
+// that, once no call was allocated, no streamed message handed out
+// (StreamMessages, StreamArena) and the measuring thread (kAuto, shadow
 // measurement) finished no sample for idle_ms, trims once per idle period:
 // the shared depot of every registered MessagePool (MessagePool::Trim) and
 // the instances its idle threads cache (MessagePool::ReleaseIdleCaches),
