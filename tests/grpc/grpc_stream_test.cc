@@ -477,6 +477,30 @@ TEST(StreamGrowthControl, OneReusedArenaMessageGrows) {
   EXPECT_GT(arena.SpaceAllocated(), 8 * after_first);
 }
 
+// Heap mode keeps one message per direction. An outgoing one is cleared at
+// every Next() (the caller fills it); an incoming one is left to the parse
+// that fills it, as gRPC's own loop does, and comes out exactly the new
+// message, a smaller one after a larger.
+TEST(StreamHeapMessages, ResponsesClearedRequestsParsedInPlace) {
+  StreamMethod<Chunk, Chunk> method("streamtest.Heap/Bidi",
+                                    AllocationMode::kHeap);
+  StreamMessages<Chunk> out = method.Responses();
+  Chunk* first = out.Next();
+  FillChunk(1, 4 << 10, first);
+  Chunk* second = out.Next();
+  EXPECT_EQ(second, first) << "one heap message per direction";
+  EXPECT_EQ(second->ByteSizeLong(), 0u) << "a response must start empty";
+
+  StreamMessages<Chunk> in = method.Requests();
+  Chunk big, small;
+  FillChunk(2, 32 << 10, &big);
+  FillChunk(3, 1 << 10, &small);
+  ASSERT_TRUE(in.Next()->ParseFromString(big.SerializeAsString()));
+  Chunk* again = in.Next();
+  ASSERT_TRUE(again->ParseFromString(small.SerializeAsString()));
+  EXPECT_EQ(again->SerializeAsString(), small.SerializeAsString());
+}
+
 // Bytes that are not a Chunk, mid-stream: gRPC ends the server's reads
 // there (Read returns false, OnReadDone(false), as at the end of the
 // stream; the handler cannot tell), so the status is the handler's; the
