@@ -10,14 +10,16 @@
 //   }
 //
 // What it does. glibc hands every block of more than 128 KiB (its default
-// M_MMAP_THRESHOLD, which it raises by itself up to the largest block freed
-// so far) out of freshly mapped memory and unmaps it on free, and gives the
-// top of a heap back to the OS once more than 128 KiB of it is free
-// (M_TRIM_THRESHOLD). A gRPC client receiving large responses (gRPC 1.51
-// has no hook to give it an allocator) then maps, faults in and unmaps its
-// receive buffers on every call: the kernel's page faults and page clearing
-// were the largest part of the client's CPU per call in the corpus
-// (docs/BENCHMARKS.md section 0d). TuneGlibcMalloc applies, with mallopt,
+// M_MMAP_THRESHOLD, which it raises by itself to the size of a mapped block
+// freed, up to 32 MiB) out of freshly mapped memory and unmaps it on free,
+// and gives the top of a heap back to the OS once more than 128 KiB (or
+// twice the raised threshold) of it is free (M_TRIM_THRESHOLD). A gRPC
+// client receiving large responses (gRPC 1.51 has no hook to give it an
+// allocator) then gets fresh pages from the kernel for its receive buffers
+// call after call: page faults and page clearing under the copy of the
+// received bytes were a large share of the client's CPU per call in the
+// corpus (docs/BENCHMARKS.md section 0d). TuneGlibcMalloc applies, with
+// mallopt,
 //   M_MMAP_THRESHOLD = options.mmap_threshold  (default 32 MiB: blocks up
 //                      to it come from the heap and are reused after free)
 //   M_TRIM_THRESHOLD = options.trim_threshold  (default 256 MiB: free memory
