@@ -5,7 +5,8 @@
 //
 //   arenarpc_corpus_server --port=0 --mode=none        # any server API
 //   arenarpc_corpus_client --target=127.0.0.1:N --stub=async --messages=arena
-//   -> "client: stub async messages arena calls 2000 cpu_us_per_call 812.4"
+//   -> "client: stub async messages arena calls 2000 failures 0
+//       cpu_us_per_call 812.4 peak_rss_kib 51234 (sink ...)"
 //
 // Each call builds its request (parsed from the corpus mix, as a client
 // builds from its own data), calls Range, and reads the response (every
@@ -15,8 +16,11 @@
 // (PrepareAsyncRange / Finish), as gRPC's async client examples do.
 // --messages: plain (ClientContext and messages on the heap, what users
 // write today), arena (ClientCall: context and messages on a pooled arena)
-// or reuse (ClientCall over MessagePools). CPU is the whole process's
-// (user + system, getrusage) over the timed calls, after --warmup calls.
+// or reuse (ClientCall over MessagePools). --tune_malloc: the first thing
+// main does is arenarpc::TuneGlibcMalloc() (arenarpc/malloc_tuning.h; the
+// run fails if it is refused). CPU is the whole process's (user + system,
+// getrusage) over the timed calls, after --warmup calls; peak_rss_kib is the
+// process's peak resident set (getrusage's ru_maxrss) over the whole run.
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
 
@@ -32,6 +36,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "arenarpc/grpc/client.h"
+#include "arenarpc/malloc_tuning.h"
 #include "corpus.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 
@@ -42,6 +47,8 @@ ABSL_FLAG(int, calls, 1000, "timed calls");
 ABSL_FLAG(int, warmup, 100, "calls before timing");
 ABSL_FLAG(int, concurrency, 4, "threads (sync) or calls in flight (async)");
 ABSL_FLAG(int, requests, 200, "distinct requests of the mix, used in turn");
+ABSL_FLAG(bool, tune_malloc, false,
+          "call arenarpc::TuneGlibcMalloc() first (fails if refused)");
 
 namespace {
 
@@ -193,6 +200,13 @@ void AsyncPhase(Run* run, int calls, int in_flight, int offset) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  if (absl::GetFlag(FLAGS_tune_malloc)) {
+    const absl::Status tuned = arenarpc::TuneGlibcMalloc();
+    if (!tuned.ok()) {
+      std::fprintf(stderr, "--tune_malloc: %s\n", tuned.ToString().c_str());
+      return 2;
+    }
+  }
   const std::string stub_kind = absl::GetFlag(FLAGS_stub);
   const std::string messages_name = absl::GetFlag(FLAGS_messages);
   Messages messages;
@@ -231,10 +245,13 @@ int main(int argc, char** argv) {
   const double cpu0 = CpuSeconds();
   phase(&run, calls, concurrency, warmup);
   const double cpu = CpuSeconds() - cpu0;
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
   std::printf(
       "client: stub %s messages %s calls %d failures %d cpu_us_per_call %.1f "
-      "(sink %llu)\n",
+      "peak_rss_kib %ld (sink %llu)\n",
       stub_kind.c_str(), messages_name.c_str(), calls, run.failures.load(),
-      cpu / calls * 1e6, static_cast<unsigned long long>(run.sink.load()));
+      cpu / calls * 1e6, usage.ru_maxrss,
+      static_cast<unsigned long long>(run.sink.load()));
   return run.failures.load() == 0 ? 0 : 1;
 }

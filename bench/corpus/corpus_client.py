@@ -10,14 +10,18 @@ the ratios compare runs made side by side:
                                 preloaded into the client
   {sync,async}/plain+glibc_tuned  the same with glibc's malloc tuned by
                                 GLIBC_TUNABLES (GLIBC_TUNED below)
+  {sync,async}/plain+tuned_by_arenarpc  the same glibc setting applied by
+                                the client itself: arenarpc::TuneGlibcMalloc()
+                                (arenarpc_corpus_client --tune_malloc)
   {sync,async}/arena            arenarpc::ClientCall (pooled arena)
   {sync,async}/reuse            ClientCall over MessagePools
-  {sync,async}/arena+glibc_tuned  both
+  {sync,async}/<arena|reuse>+glibc_tuned, +tuned_by_arenarpc  both
 
   bench/corpus/corpus_client.py --rounds 5 --out docs/raw/corpus_client
   bench/corpus/corpus_client.py --smoke
-Prints and writes corpus_client.md (medians, ratios to the same stub's
-plain) and corpus_client.json (every run).
+Prints and writes corpus_client.md (medians of CPU per call, ratios to
+the same stub's plain, and of the client's peak RSS) and corpus_client.json
+(every run), with the load average before and after.
 """
 import argparse
 import json
@@ -31,8 +35,10 @@ import corpus_rpc  # noqa: E402  (GLIBC_TUNED)
 import rpc_common  # noqa: E402  (Server, PRELOADS, LIBDIR; on corpus_rpc's path)
 
 ROOT = rpc_common.ROOT
-FLAVOURS = ["plain", "plain+mimalloc", "plain+tcmalloc", "plain+jemalloc", "plain+glibc_tuned",
-            "arena", "reuse", "arena+glibc_tuned"]
+FLAVOURS = ["plain", "plain+jemalloc", "plain+glibc_tuned", "plain+tuned_by_arenarpc",
+            "arena", "arena+glibc_tuned", "arena+tuned_by_arenarpc",
+            "reuse", "reuse+tuned_by_arenarpc"]
+# Also accepted: plain+mimalloc, plain+tcmalloc, reuse+glibc_tuned.
 # glibc's malloc told to keep what it frees: corpus_rpc.GLIBC_TUNED.
 GLIBC_TUNED = corpus_rpc.GLIBC_TUNED
 
@@ -40,17 +46,25 @@ GLIBC_TUNED = corpus_rpc.GLIBC_TUNED
 def run_client(binary, port, stub, flavour, args):
     messages, _, extra = flavour.partition("+")
     env = dict(os.environ)
-    if extra == "glibc_tuned":
-        env["GLIBC_TUNABLES"] = GLIBC_TUNED
-    elif extra:
-        env["LD_PRELOAD"] = os.path.join(rpc_common.LIBDIR, rpc_common.PRELOADS[extra])
     cmd = [binary, f"--target=127.0.0.1:{port}", f"--stub={stub}", f"--messages={messages}",
            f"--calls={args.calls}", f"--warmup={args.warmup}", f"--concurrency={args.concurrency}"]
+    if extra == "glibc_tuned":
+        env["GLIBC_TUNABLES"] = GLIBC_TUNED
+    elif extra == "tuned_by_arenarpc":
+        cmd.append("--tune_malloc")
+    elif extra:
+        env["LD_PRELOAD"] = os.path.join(rpc_common.LIBDIR, rpc_common.PRELOADS[extra])
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stdout}{out.stderr}")
     fields = out.stdout.split()
-    return float(fields[fields.index("cpu_us_per_call") + 1])
+    return (float(fields[fields.index("cpu_us_per_call") + 1]),
+            int(fields[fields.index("peak_rss_kib") + 1]) / 1024.0)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return f.read().strip()
 
 
 def main():
@@ -73,18 +87,25 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     server = rpc_common.Server(server_bin, "none", None, [f"--api={args.server_api}"])
     runs = {}  # "stub/flavour" -> [cpu us per call per round]
+    rss = {}  # "stub/flavour" -> [client peak RSS MiB per round]
+    load_before = loadavg()
     try:
         for r in range(args.rounds):
             for stub in ("sync", "async"):
                 for flavour in flavours:
-                    us = run_client(client_bin, server.port, stub, flavour, args)
+                    us, mib = run_client(client_bin, server.port, stub, flavour, args)
                     runs.setdefault(f"{stub}/{flavour}", []).append(us)
-                    print(f"round {r} {stub:>5} {flavour:>15}: {us:9.1f} us/call", flush=True)
+                    rss.setdefault(f"{stub}/{flavour}", []).append(mib)
+                    print(f"round {r} {stub:>5} {flavour:>23}: {us:9.1f} us/call "
+                          f"{mib:7.1f} MiB peak RSS", flush=True)
     finally:
         server.stop()
+    load_after = loadavg()
     med = {k: statistics.median(v) for k, v in runs.items()}
+    med_rss = {k: statistics.median(v) for k, v in rss.items()}
     lines = [f"Client CPU per call, etcd_range (Kubernetes lists), {args.rounds} rounds of "
              f"{args.calls} calls, {args.concurrency} in flight; medians; ratio to the same stub's plain",
+             f"loadavg before: {load_before}; after: {load_after}",
              "", "| stub | " + " | ".join(flavours) + " | " +
              " | ".join(f"{f} / plain" for f in flavours[1:]) + " |",
              "|---|" + "---:|" * (2 * len(flavours) - 1)]
@@ -92,12 +113,18 @@ def main():
         base = med[f"{stub}/plain"]
         lines.append(f"| {stub} | " + " | ".join(f"{med[f'{stub}/{f}']:.0f}" for f in flavours) + " | " +
                      " | ".join(f"{med[f'{stub}/{f}'] / base:.2f}" for f in flavours[1:]) + " |")
+    lines += ["", "Client peak RSS, MiB (ru_maxrss over the whole run, warmup included); medians",
+              "", "| stub | " + " | ".join(flavours) + " |", "|---|" + "---:|" * len(flavours)]
+    for stub in ("sync", "async"):
+        lines.append(f"| {stub} | " + " | ".join(f"{med_rss[f'{stub}/{f}']:.0f}" for f in flavours) + " |")
     text = "\n".join(lines) + "\n"
     print(text)
     with open(os.path.join(args.out, "corpus_client.md"), "w") as f:
         f.write(text)
     with open(os.path.join(args.out, "corpus_client.json"), "w") as f:
-        json.dump({"args": vars(args), "runs_us_per_call": runs, "medians": med}, f, indent=1)
+        json.dump({"args": vars(args), "loadavg": [load_before, load_after],
+                   "runs_us_per_call": runs, "medians": med,
+                   "runs_peak_rss_mib": rss, "medians_peak_rss_mib": med_rss}, f, indent=1)
 
 
 if __name__ == "__main__":
