@@ -98,8 +98,12 @@ enum class AutoLearning { kSideThread, kRealCalls };
 // the method's CPU for 4 s on modes 5 % apart). An epoch longer than 5 s
 // (rare calls) is thrown away with its pair. Each re-check that settles
 // close confirms again.
-// Off by default (within = 0): measured on the sync corpus
-// (docs/BENCHMARKS.md, "Confirming by the process's CPU").
+// Off by default (within = 0): on the sync corpus one epoch pair's log
+// ratio varied by 5-13 % (standard deviation), so 8 pairs left 7 of 8
+// confirmations inconclusive; taking a mode 5 % cheaper with 80 % power
+// needs about 6-40 pairs (docs/BENCHMARKS.md, "Confirming by the
+// process's CPU"). For a long-running server (unmeasured): within =
+// 0.15, pairs = 40.
 struct AutoConfirmOptions {
   double within = 0;  // 0: off; 0.15 confirms rivals within 15 %
   int pairs = 8;
