@@ -325,6 +325,33 @@ void AutoLearner::CancelTrial(AllocationMode mode) {
   }
 }
 
+std::optional<AllocationMode> AutoLearner::CloseRival(double within) const {
+  internal::MutexLock lock(&mu_);
+  const int pick = static_cast<int>(state_.mode);
+  if (!state_.settled || calls_[pick] < options_.min_samples) {
+    return std::nullopt;
+  }
+  const double own = call_sum_[pick] / calls_[pick];
+  int rival = -1;
+  for (int i = 0; i < kNumAllocationModes; ++i) {
+    if (i == pick || calls_[i] < options_.min_samples) continue;
+    if (rival < 0 ||
+        call_sum_[i] / calls_[i] < call_sum_[rival] / calls_[rival]) {
+      rival = i;
+    }
+  }
+  if (rival < 0 ||
+      std::abs(call_sum_[rival] / calls_[rival] - own) >= std::log1p(within)) {
+    return std::nullopt;
+  }
+  return static_cast<AllocationMode>(rival);
+}
+
+void AutoLearner::Confirm(AllocationMode mode) {
+  internal::MutexLock lock(&mu_);
+  if (state_.settled) SetMode(static_cast<int>(mode));
+}
+
 void AutoLearner::RestartDecision() {
   internal::MutexLock lock(&mu_);
   if (!state_.settled) StartDecision();

@@ -45,6 +45,10 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     # auto with each learner named (ServerOptions::automatic.learn).
     "auto+real": ("auto", None, ["--auto_learn=real"]),
     "auto+side": ("auto", None, ["--auto_learn=side"]),
+    # auto with and without the confirmation by the process's CPU
+    # (AutoOptions::confirm; within 15 %).
+    "auto+confirm": ("auto", None, ["--auto_confirm_within=0.15"]),
+    "auto+noconfirm": ("auto", None, ["--auto_confirm_within=0"]),
     # The same, served by the binary of --baseline_server (an older build):
     # the before/after of a change to auto, side by side in one run.
     "auto@baseline": ("auto", None, []),

@@ -81,6 +81,11 @@ ABSL_FLAG(uint64_t, capture_max_bytes, uint64_t{64} << 20,
 ABSL_FLAG(std::string, auto_learn, "",
           "--mode=auto: learn on the real calls (real; sync API) or by "
           "re-parsing copies on a side thread (side); empty: the default");
+ABSL_FLAG(double, auto_confirm_within, -1,
+          "--mode=auto, real calls: confirm a decision by the process's CPU "
+          "when a rival is within this share (0: off; -1: the default)");
+ABSL_FLAG(int, auto_confirm_pairs, 0,
+          "--mode=auto: epoch pairs of a confirmation (0: the default)");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, time given to calls in flight");
 
@@ -378,6 +383,14 @@ int main(int argc, char** argv) {
     options->shadow.capture_dir = absl::GetFlag(FLAGS_capture_dir);
     options->shadow.capture_max_files = absl::GetFlag(FLAGS_capture_max_files);
     options->shadow.capture_max_bytes = absl::GetFlag(FLAGS_capture_max_bytes);
+    if (absl::GetFlag(FLAGS_auto_confirm_within) >= 0) {
+      options->automatic.confirm.within =
+          absl::GetFlag(FLAGS_auto_confirm_within);
+    }
+    if (absl::GetFlag(FLAGS_auto_confirm_pairs) > 0) {
+      options->automatic.confirm.pairs =
+          absl::GetFlag(FLAGS_auto_confirm_pairs);
+    }
     const std::string learn = absl::GetFlag(FLAGS_auto_learn);
     if (learn == "real") {
       options->automatic.learn = arenarpc::AutoLearning::kRealCalls;
@@ -486,7 +499,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "settle: %s after %llu samples %llu calls %.2f s; "
                    "%llu decisions, %llu modes dropped; %llu timed calls, "
-                   "%llu lost, %llu side samples%s\n",
+                   "%llu lost, %llu side samples%s; %llu confirmations "
+                   "(%llu switched; first ended %.2f s; last rival/chosen "
+                   "%.3f t %.2f)\n",
                    m.method.c_str(),
                    static_cast<unsigned long long>(m.settle_samples),
                    static_cast<unsigned long long>(m.settle_calls), m.settle_s,
@@ -495,7 +510,10 @@ int main(int argc, char** argv) {
                    static_cast<unsigned long long>(m.timed_calls),
                    static_cast<unsigned long long>(m.lost_calls),
                    static_cast<unsigned long long>(m.side_samples),
-                   m.callback_fallback ? ", fell back to the side thread" : "");
+                   m.callback_fallback ? ", fell back to the side thread" : "",
+                   static_cast<unsigned long long>(m.confirmations),
+                   static_cast<unsigned long long>(m.confirm_switches),
+                   m.confirmed_s, m.confirm_ratio, m.confirm_t);
     }
   }
   return 0;

@@ -25,6 +25,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 
 #include "absl/base/thread_annotations.h"
 #include "arenarpc/allocation_mode.h"
@@ -202,6 +203,16 @@ class AutoLearner {
   double excess_share(AllocationMode mode) const {
     return excess_[static_cast<int>(mode)].load(std::memory_order_relaxed);
   }
+  // Real calls, settled: the cheapest other mode (measured or dropped in
+  // the decision just taken, with at least min_samples calls) whose cost
+  // per byte is within `within` (0.15: 15 %) of the chosen mode's, or of
+  // which the chosen one is within `within`; none otherwise, and after a
+  // side-thread decision.
+  std::optional<AllocationMode> CloseRival(double within) const;
+  // Settled: calls run in `mode` from now on (a confirmation's verdict,
+  // src/internal/mode_confirmation.h); the re-check stays due when it was.
+  // Ignored while learning.
+  void Confirm(AllocationMode mode);
   // The modes a sample must time now, bit i for AllocationMode i.
   unsigned measured_mask() const {
     return mask_.load(std::memory_order_relaxed);

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <memory>
@@ -35,8 +36,17 @@
 #include "arenarpc/page_pool.h"
 #include "capture.h"
 #include "src/internal/background_thread.h"
+#include "src/internal/mode_confirmation.h"
 
 namespace arenarpc::internal {
+
+namespace {
+// kAuto's confirmations by the process's CPU: one method at a time.
+ConfirmationSlot& ProcessConfirmationSlot() {
+  static ConfirmationSlot* const slot = new ConfirmationSlot();
+  return *slot;
+}
+}  // namespace
 
 struct MethodMeter::Impl {
   Impl(std::string n, AllocationMode m, const ShadowOptions& o,
@@ -53,7 +63,11 @@ struct MethodMeter::Impl {
         chooser(ModeChooserOptions{.initial = m == AllocationMode::kAuto
                                                   ? AllocationMode::kArena
                                                   : m}),
-        learner(AutoLearnerOptions{.recheck_after_s = a.recheck_after_s}) {}
+        learner(AutoLearnerOptions{.recheck_after_s = a.recheck_after_s}),
+        confirm({.pairs = a.confirm.pairs,
+                 .epoch_calls = a.confirm.epoch_calls,
+                 .epoch_s = a.confirm.epoch_s},
+                &ProcessConfirmationSlot()) {}
 
   bool real_calls() const {
     return is_auto() && automatic.learn == AutoLearning::kRealCalls;
@@ -69,6 +83,12 @@ struct MethodMeter::Impl {
   const google::protobuf::Message* const response_prototype;
   ModeChooser chooser;  // shadow measurement's
   AutoLearner learner;  // kAuto's
+  // kRealCalls: a close decision confirmed by the process's CPU
+  // (AutoOptions::confirm); the learner's decisions seen; when the first
+  // confirmation ended.
+  ModeConfirmation confirm;
+  std::atomic<uint64_t> decisions_seen{0};
+  std::atomic<double> first_confirmed_s{-1};
   // Calls until the first decision (counted only until then) and the
   // sampling CPU of the call threads not yet billed to a budget.
   std::atomic<bool> decided{false};
@@ -474,6 +494,48 @@ class Worker {
   bool any_auto_ ABSL_GUARDED_BY(methods_mu_) = false;
 };
 
+// A confirmation's clocks: the process's CPU (its read billed) and kAuto's
+// budget.
+class ProcessConfirmationEnv final : public ConfirmationEnv {
+ public:
+  double ProcessCpuNs() override {
+    Worker::Get().SpendRealCalls(Worker::ClockReadNs());
+    return CpuNs(CLOCK_PROCESS_CPUTIME_ID);
+  }
+  bool BudgetFits(double expected_ns) override {
+    return Worker::Get().AdmitRealCall(expected_ns);
+  }
+};
+
+// A call of a method whose confirmation is engaged: its mode, or none
+// while the confirmation waits for the slot (the call goes as if settled).
+std::optional<AllocationMode> ConfirmingCall(MethodMeter::Impl& m,
+                                             double request_bytes) {
+  ProcessConfirmationEnv env;
+  const double now = NowS();
+  const ConfirmationStep step =
+      m.confirm.OnCall(std::max(request_bytes, 1.0), now, env);
+  if (step.bill_ns > 0) Worker::Get().SpendRealCalls(step.bill_ns);
+  if (step.verdict.has_value()) {
+    m.learner.Confirm(*step.verdict);
+    double never = -1;
+    m.first_confirmed_s.compare_exchange_strong(never, now);
+    return *step.verdict;
+  }
+  if (!step.running) return std::nullopt;
+  return step.mode;
+}
+
+// After a real-call decision: confirm it if a rival is close.
+void MaybeConfirm(MethodMeter::Impl& m) {
+  if (m.automatic.confirm.within <= 0) return;
+  const uint64_t decisions = m.learner.snapshot().decisions;
+  if (m.decisions_seen.exchange(decisions) == decisions) return;
+  if (const auto rival = m.learner.CloseRival(m.automatic.confirm.within)) {
+    m.confirm.Request(m.learner.current(), *rival);
+  }
+}
+
 uint32_t NextRandom() {
   static thread_local constinit uint64_t state = 0;
   if (state == 0)
@@ -510,6 +572,14 @@ MeasuredMethodStats StatsOf(MethodMeter::Impl& m) {
     s.lost_calls = m.lost_calls.load(std::memory_order_relaxed);
     s.side_samples = m.side_samples.load(std::memory_order_relaxed);
     s.callback_fallback = m.callback_fallback.load(std::memory_order_relaxed);
+    const ModeConfirmation::Stats c = m.confirm.stats();
+    s.confirmations = c.finished;
+    s.confirm_switches = c.switched;
+    s.confirm_ratio = c.finished > 0 ? std::exp(c.last_mean) : 0;
+    s.confirm_t = c.last_t;
+    if (m.first_confirmed_s.load() >= 0 && m.first_call_s.load() >= 0) {
+      s.confirmed_s = m.first_confirmed_s.load() - m.first_call_s.load();
+    }
     s.dropped = m.dropped.load(std::memory_order_relaxed);
     s.malformed = m.malformed.load(std::memory_order_relaxed);
     s.captured = m.captured.load(std::memory_order_relaxed);
@@ -591,6 +661,13 @@ bool MethodMeter::LearnsOnCall(double request_bytes) const {
 AllocationMode MethodMeter::ModeForCall(double request_bytes,
                                         CallTiming* timing) {
   Impl& m = *impl_;
+  // A confirmation holding the slot ends even if the method stopped
+  // learning on its calls meanwhile (a callback fallback).
+  if (m.confirm.engaged() && m.real_calls()) [[unlikely]] {
+    if (const auto confirming = ConfirmingCall(m, request_bytes)) {
+      return *confirming;
+    }
+  }
   if (!LearnsOnCall(request_bytes)) return mode();
   if (!m.learner.wants()) {
     // Settled: one steady-clock read a call, for the re-check.
@@ -602,6 +679,8 @@ AllocationMode MethodMeter::ModeForCall(double request_bytes,
   if (!m.decided.load(std::memory_order_relaxed)) {
     m.calls_to_decide.fetch_add(1, std::memory_order_relaxed);
   }
+  // Learning again: a confirmation waiting for the slot is moot.
+  if (m.confirm.engaged()) m.confirm.Cancel();
   const AllocationMode trial = m.learner.NextTrialMode();
   const double expected =
       m.learner.excess_share(trial) * m.call_ns.load(std::memory_order_relaxed);
@@ -645,6 +724,7 @@ void MethodMeter::EndTimedCall(const CallTiming& timing) {
       m.settle_calls.store(m.calls_to_decide.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);
     }
+    MaybeConfirm(m);
   }
   // Billed: the share of this call lost to a dearer mode, the bookkeeping
   // and the two clock reads around the call.

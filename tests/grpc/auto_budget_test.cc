@@ -152,6 +152,39 @@ TEST(AutoBudgetTest, RealCallsAreTimedInTurnWithinTheShare) {
   EXPECT_LE(spent, 0.05 * process + LearningBudget::kDefaultCreditNs + 6e5);
 }
 
+// AutoOptions::confirm at the meter: the real calls see reuse 5 % cheaper
+// (inside the call's window), but reuse costs the process more after the
+// window (as gRPC's other threads would): the confirmation by the
+// process's CPU moves the method to arena, billed to the same budget.
+TEST(AutoBudgetTest, AConfirmationByProcessCpuOverrulesACloseDecision) {
+  AutoOptions automatic;
+  automatic.max_cpu_share = 0.05;
+  automatic.learn = AutoLearning::kRealCalls;
+  automatic.confirm = {
+      .within = 0.15, .pairs = 4, .epoch_calls = 4, .epoch_s = 0};
+  internal::MethodMeter meter("/t.R/Confirm", AllocationMode::kAuto,
+                              ShadowOptions{}, &EchoRequest::default_instance(),
+                              &EchoResponse::default_instance(), automatic);
+  // CPU in the call's window and after it, by mode: heap, arena, reuse.
+  const double inside[] = {6e5, 4e5, 3.8e5};
+  const double after[] = {0, 0, 1e5};
+  for (int call = 0; call < 2000; ++call) {
+    internal::MethodMeter::CallTiming t;
+    const AllocationMode m = meter.ModeForCall(1000, &t);
+    BurnCpu(inside[static_cast<int>(m)]);
+    if (t.meter != nullptr) meter.EndTimedCall(t);
+    BurnCpu(after[static_cast<int>(m)]);
+    if (StatsOf("/t.R/Confirm").confirmations > 0) break;
+  }
+  const MeasuredMethodStats s = StatsOf("/t.R/Confirm");
+  EXPECT_TRUE(s.settled);
+  EXPECT_EQ(s.confirmations, 1u);
+  EXPECT_EQ(s.confirm_switches, 1u);
+  EXPECT_LT(s.confirm_ratio, 0.95);  // arena / reuse by the process
+  EXPECT_EQ(meter.mode(), AllocationMode::kArena);
+  EXPECT_EQ(s.mode, AllocationMode::kArena);
+}
+
 // The mode a holder of MeteredMessageAllocator serves its call in.
 template <class Req, class Resp>
 AllocationMode ModeOf(::grpc::MessageHolder<Req, Resp>* h) {

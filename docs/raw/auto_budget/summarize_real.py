@@ -5,8 +5,9 @@ import json, re, sys
 res = json.load(open(sys.argv[1]))
 by = {(r["service"], r["config"]): r for r in res}
 names = list(dict.fromkeys(r["service"] for r in res))
-autos = [c for c in ("auto", "auto+real", "auto+side") if any(k[1] == c for k in by)]
-g = lambda n, c: by[(n, c)]["cpu_us_per_call"]
+autos = [c for c in ("auto", "auto+real", "auto+side", "auto+confirm", "auto+noconfirm", "auto@baseline")
+         if any(k[1] == c for k in by)]
+g = lambda n, c: by[(n, c)]["cpu_us_per_call"] if (n, c) in by else float("nan")
 out = ["| service | request KiB | calls/s | plain | arena | reuse | best fixed | " +
        " | ".join(f"{a} | {a} / best | {a} / plain | {a} chose | {a} peak RSS / chosen's | {a} measuring share (rounds)" for a in autos) + " |",
        "|---|---:|---:|---:|---:|---:|---|" + "---:|---:|---:|---|---:|---|" * len(autos)]

@@ -76,6 +76,41 @@ namespace arenarpc {
 //    call would not see what the modes differ in.
 enum class AutoLearning { kSideThread, kRealCalls };
 
+// kRealCalls: confirming a close decision by the whole process's CPU. A
+// call's own thread does not see what a mode costs on gRPC's other threads:
+// on OTLP metrics the real calls timed reuse 4-5 % cheaper per call while
+// the process spent 5 % less with arena (docs/BENCHMARKS.md, "The
+// real-call learner again"). When a real-call decision settles with
+// another mode within `within` of the chosen one per byte, the method's
+// calls run in epochs, each all in one mode, the chosen mode A and its
+// rival B in the order A B B A A B B A ... (drift cancels), each epoch's
+// cost the process's CPU over it per request byte of the method's calls
+// (per call on the callback API); after `pairs` pairs B is taken only if
+// it is cheaper by a one-sided paired t test at 5 % (so a mode not cheaper
+// is taken in at most 5 % of confirmations); inconclusive keeps A. One
+// method of the process confirms at a time; the others keep their modes.
+// An epoch lasts at least `epoch_calls` calls and `epoch_s` seconds: with
+// the defaults a confirmation takes 16 epochs, 4 s of traffic at 64 calls/s
+// or more, 256 calls below (5.3 s at 48 calls/s, 9.5 s at 27). Its cost,
+// billed to the learning budget above (a pair starts only when it has
+// room): the epochs in the dearer mode, by how much they are dearer, so
+// about half the difference between the two modes while it runs (2.5 % of
+// the method's CPU for 4 s on modes 5 % apart). An epoch longer than 5 s
+// (rare calls) is thrown away with its pair. Each re-check that settles
+// close confirms again.
+// Off by default (within = 0): on the sync corpus one epoch pair's log
+// ratio varied by 5-13 % (standard deviation), so 8 pairs left 7 of 8
+// confirmations inconclusive; taking a mode 5 % cheaper with 80 % power
+// needs about 6-40 pairs (docs/BENCHMARKS.md, "Confirming by the
+// process's CPU"). For a long-running server (unmeasured): within =
+// 0.15, pairs = 40.
+struct AutoConfirmOptions {
+  double within = 0;  // 0: off; 0.15 confirms rivals within 15 %
+  int pairs = 8;
+  int epoch_calls = 16;
+  double epoch_s = 0.25;
+};
+
 struct AutoOptions {
   double max_cpu_share = 0.02;
   double recheck_after_s = 30;
@@ -88,6 +123,7 @@ struct AutoOptions {
   // lost 84-100 % and fell back to the side thread (docs/BENCHMARKS.md,
   // "auto within its budget", "Real calls on the callback API").
   AutoLearning learn = AutoLearning::kRealCalls;
+  AutoConfirmOptions confirm;  // per method
 };
 
 // Giving memory back after a burst (off by default): the first install

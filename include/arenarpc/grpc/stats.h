@@ -117,6 +117,16 @@ struct MeasuredMethodStats {
   uint64_t lost_calls = 0;
   uint64_t side_samples = 0;
   bool callback_fallback = false;
+  // kAuto, kRealCalls with AutoOptions::confirm on: confirmations by the
+  // process's CPU finished and how many took the rival; the last one's
+  // rival / chosen process CPU per byte (geometric mean over its epoch
+  // pairs) and its t statistic; when the first ended (seconds from the
+  // first timed call; 0 before it).
+  uint64_t confirmations = 0;
+  uint64_t confirm_switches = 0;
+  double confirm_ratio = 0;
+  double confirm_t = 0;
+  double confirmed_s = 0;
 };
 using AutoMethodStats = MeasuredMethodStats;
 // Every measured method; GetAutoMethodStats() only kAuto's.
