@@ -138,7 +138,9 @@ def main():
                 lines, peak = describe(rows, config)
                 summary += lines
                 summary.append(f"  - VmHWM at the end {hwm:.1f} MiB")
-                summary += ["  - " + l.strip() for l in srv.log if l.startswith(("auto:", "settle:"))]
+                method = svc["method"].lstrip("/") + " "
+                summary += ["  - " + l.strip() for l in srv.log
+                            if l.startswith(("auto: " + method, "settle: " + method))]
                 keep(rows, peak, os.path.join(args.out, f"trace_{name}_{config}_r{rnd}.txt"))
                 print("\n".join(lines), flush=True)
             summary.append("")

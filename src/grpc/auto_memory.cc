@@ -113,7 +113,9 @@ unsigned AutoMemory::Note(AllocationMode running, bool settled,
   } else {
     settled_.store(false, std::memory_order_relaxed);  // a re-check
   }
-  if (trial_bytes >= kTrialBytes) release |= ModeBit(trial);
+  if (trial != AllocationMode::kReuse && trial_bytes >= kTrialBytes) {
+    release |= ModeBit(trial);
+  }
   return release & ~(1u << now);
 }
 

@@ -27,13 +27,11 @@ constexpr unsigned ModeBit(AllocationMode m) {
 // learner moved (a timed call or a sample observed).
 class AutoMemory {
  public:
-  // A trial (a call in a mode calls do not run in) of at least this many
-  // wire bytes leaves its mode holding megabytes idle until its next trial
-  // (a heap trial of an 870 KB Cortex batch grew glibc's heap by 3.8 MiB, an
-  // arena trial left up to 32 pages in its thread's cache and the rest in
-  // the depot: docs/raw/auto_budget/peak_rss/); smaller ones leave little,
-  // and giving it back would make the mode's next trial pay for fresh
-  // pages, which weighs more on a small call.
+  // A heap or arena trial of at least this many wire bytes leaves megabytes
+  // idle (a heap trial of an 870 KB Cortex batch grew glibc's heap by 3.1-3.7
+  // MiB: docs/raw/auto_budget/peak_rss/); smaller ones leave little, and
+  // giving it back makes the mode's next trial pay for fresh pages, which
+  // weighs more on a small call.
   static constexpr double kTrialBytes = 256 << 10;
 
   // After the learner observed a call (or a side sample: `trial_bytes` 0):
@@ -42,8 +40,16 @@ class AutoMemory {
   // the modes to give back, never `running`:
   //  - the mode calls ran in before, when `running` changed;
   //  - every other mode, when the learner just settled (its trials ended);
-  //  - `trial` after a trial of kTrialBytes or more in a mode other than
-  //    `running`.
+  //  - `trial` after a heap or arena trial (a call in that mode while calls
+  //    run in another) of kTrialBytes or more: a heap trial grows the heap
+  //    of the thread it ran on, an arena trial leaves its pages in that
+  //    thread's cache, and the next trial runs on whichever thread, so left
+  //    alone they add up (Cortex: 41 MiB against reuse's 34 with heap
+  //    trials given back alone, docs/raw/auto_budget/peak_rss/). Reuse
+  //    trials are not: a reuse trial's instance is what makes reuse cheap
+  //    (given back, each reuse trial built a new one and measured reuse at
+  //    arena's cost: Cortex settled on arena in 1 of 3 rounds,
+  //    docs/raw/auto_budget/peak_rss/run_all_trials).
   unsigned Note(AllocationMode running, bool settled, AllocationMode trial,
                 double trial_bytes);
 

@@ -51,13 +51,16 @@ TEST(AutoMemoryTest, EveryOtherModeIsGivenBackOnceWhenItSettles) {
             ModeBit(kHeap) | ModeBit(kArena));
 }
 
-TEST(AutoMemoryTest, ALargeTrialsModeIsGivenBack) {
+TEST(AutoMemoryTest, ALargeHeapOrArenaTrialIsGivenBack) {
   AutoMemory memory;
   EXPECT_EQ(memory.Note(kReuse, false, kReuse, kLarge), 0u);  // running
   EXPECT_EQ(memory.Note(kReuse, false, kHeap, kLarge), ModeBit(kHeap));
   EXPECT_EQ(memory.Note(kReuse, false, kArena, kLarge), ModeBit(kArena));
   EXPECT_EQ(memory.Note(kReuse, false, kHeap, kSmall), 0u);
   EXPECT_EQ(memory.Note(kReuse, false, kArena, kSmall), 0u);
+  // Reuse's trials keep theirs (see AutoMemory::Note).
+  EXPECT_EQ(memory.Note(kArena, false, kArena, kLarge), ModeBit(kReuse));
+  EXPECT_EQ(memory.Note(kArena, false, kReuse, kLarge), 0u);
 }
 
 std::atomic<int> heap_trims{0};
