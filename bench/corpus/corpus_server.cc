@@ -46,6 +46,7 @@
 #include "google/logging/v2/logging.arenarpc.h"
 #include "google/pubsub/v1/pubsub.arenarpc.h"
 #include "grpc/health/v1/health.arenarpc.h"
+#include "memory_trace.h"
 #include "opentelemetry/proto/collector/logs/v1/logs_service.arenarpc.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.arenarpc.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.arenarpc.h"
@@ -86,6 +87,10 @@ ABSL_FLAG(double, auto_confirm_within, -1,
           "when a rival is within this share (0: off; -1: the default)");
 ABSL_FLAG(int, auto_confirm_pairs, 0,
           "--mode=auto: epoch pairs of a confirmation (0: the default)");
+ABSL_FLAG(int, memory_trace_ms, 0,
+          "write a memory trace line every N ms (memory_trace.h; 0: off)");
+ABSL_FLAG(std::string, memory_trace_file, "",
+          "--memory_trace_ms: the file written");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, time given to calls in flight");
 
@@ -454,6 +459,14 @@ int main(int argc, char** argv) {
   } else {
     std::fprintf(stderr, "api %s, mode none (plain gRPC, no allocator)\n",
                  api.c_str());
+  }
+  if (absl::GetFlag(FLAGS_memory_trace_ms) > 0 &&
+      !arenarpc::corpus::StartMemoryTrace(
+          absl::GetFlag(FLAGS_memory_trace_ms),
+          absl::GetFlag(FLAGS_memory_trace_file))) {
+    std::fprintf(stderr, "--memory_trace_file: cannot write %s\n",
+                 absl::GetFlag(FLAGS_memory_trace_file).c_str());
+    return 2;
   }
   std::printf("listening on %s:%d\n", host.c_str(), port);
   std::fflush(stdout);

@@ -35,6 +35,7 @@
 #include "arenarpc/mode_chooser.h"
 #include "arenarpc/page_pool.h"
 #include "capture.h"
+#include "src/grpc/auto_memory.h"
 #include "src/internal/background_thread.h"
 #include "src/internal/mode_confirmation.h"
 
@@ -51,7 +52,7 @@ ConfirmationSlot& ProcessConfirmationSlot() {
 struct MethodMeter::Impl {
   Impl(std::string n, AllocationMode m, const ShadowOptions& o,
        const AutoOptions& a, const google::protobuf::Message* req,
-       const google::protobuf::Message* resp)
+       const google::protobuf::Message* resp, TrimReusePools trim)
       : name(std::move(n)),
         fixed_mode(m),
         shadow(o),
@@ -67,7 +68,8 @@ struct MethodMeter::Impl {
         confirm({.pairs = a.confirm.pairs,
                  .epoch_calls = a.confirm.epoch_calls,
                  .epoch_s = a.confirm.epoch_s},
-                &ProcessConfirmationSlot()) {}
+                &ProcessConfirmationSlot()),
+        trim_reuse(trim) {}
 
   bool real_calls() const {
     return is_auto() && automatic.learn == AutoLearning::kRealCalls;
@@ -124,6 +126,9 @@ struct MethodMeter::Impl {
   int window_lost ABSL_GUARDED_BY(window_mu) = 0;
   std::atomic<bool> callback_fallback{false};
   std::atomic<uint64_t> side_samples{0};
+  // kAuto: what the modes it stopped running in keep, given back.
+  AutoMemory memory;
+  const TrimReusePools trim_reuse;
 };
 
 namespace {
@@ -155,6 +160,11 @@ double NowS() {
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+
+// kAuto: gives back what the modes it stopped running in keep, after the
+// learner observed a call in `trial` of `bytes` (src/grpc/auto_memory.h),
+// billed to the learning budget.
+void ReleaseIdleModes(MethodMeter::Impl& m, AllocationMode trial, double bytes);
 
 struct Sample {
   MethodMeter::Impl* method;
@@ -388,6 +398,7 @@ class Worker {
       return;
     }
     m.learner.Observe(total, now);
+    ReleaseIdleModes(m, m.learner.current(), 0);
     m.side_samples.fetch_add(1, std::memory_order_relaxed);
     if (!m.decided.load(std::memory_order_relaxed) && !m.learner.wants()) {
       m.settle_calls.store(m.calls_to_decide.load(std::memory_order_relaxed),
@@ -536,6 +547,13 @@ void MaybeConfirm(MethodMeter::Impl& m) {
   }
 }
 
+void ReleaseIdleModes(MethodMeter::Impl& m, AllocationMode trial,
+                      double bytes) {
+  QueueModeRelease(
+      m.memory.Note(m.learner.current(), !m.learner.wants(), trial, bytes),
+      m.trim_reuse, [](double ns) { Worker::Get().SpendRealCalls(ns); });
+}
+
 uint32_t NextRandom() {
   static thread_local constinit uint64_t state = 0;
   if (state == 0)
@@ -612,9 +630,9 @@ MethodMeter::MethodMeter(std::string name, AllocationMode mode,
                          const ShadowOptions& shadow,
                          const google::protobuf::Message* request_prototype,
                          const google::protobuf::Message* response_prototype,
-                         const AutoOptions& automatic)
+                         const AutoOptions& automatic, void (*trim_reuse)())
     : impl_(new Impl(std::move(name), mode, shadow, automatic,
-                     request_prototype, response_prototype)) {
+                     request_prototype, response_prototype, trim_reuse)) {
   Worker::Get().Register(impl_);
 }
 
@@ -715,6 +733,7 @@ void MethodMeter::EndTimedCall(const CallTiming& timing) {
   const double now = NowS();
   m.timed_calls.fetch_add(1, std::memory_order_relaxed);
   m.learner.ObserveCall(timing.mode, cost, timing.bytes, now);
+  ReleaseIdleModes(m, timing.mode, timing.bytes);
   const double avg = m.call_ns.load(std::memory_order_relaxed);
   m.call_ns.store(avg <= 0 ? cost : avg + 0.25 * (cost - avg),
                   std::memory_order_relaxed);

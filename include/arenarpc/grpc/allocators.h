@@ -102,6 +102,18 @@ MessagePool<T>& DefaultMessagePool() {
   return *pool;
 }
 
+namespace internal {
+// kAuto: gives back the idle instances of a method's kReuse pools once it
+// stops running calls in reuse (src/grpc/auto_memory.h).
+template <class Req, class Resp>
+void TrimDefaultMessagePools() {
+  DefaultMessagePool<Req>().Trim();
+  DefaultMessagePool<Req>().ReleaseIdleCaches(std::chrono::milliseconds(0));
+  DefaultMessagePool<Resp>().Trim();
+  DefaultMessagePool<Resp>().ReleaseIdleCaches(std::chrono::milliseconds(0));
+}
+}  // namespace internal
+
 // kHeap (see "Modes" above).
 template <class Req, class Resp>
 class HeapMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
@@ -160,7 +172,8 @@ class MeteredMessageAllocator final
   MeteredMessageAllocator(std::string name, const ServerOptions& options)
       : meter_(std::move(name), options.mode, options.shadow,
                &Req::default_instance(), &Resp::default_instance(),
-               options.automatic) {}
+               options.automatic,
+               &internal::TrimDefaultMessagePools<Req, Resp>) {}
 
   const internal::MethodMeter& meter() const { return meter_; }
 

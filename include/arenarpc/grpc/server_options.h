@@ -74,6 +74,30 @@ namespace arenarpc {
 //    them inside whichever thread's CompletionQueue::Next() gets the tag,
 //    so no one thread's window covers the parse; a clock over part of the
 //    call would not see what the modes differ in.
+//
+// Memory (issue 25): what learning leaves behind is given back, so that a
+// learning method does not hold every mode's memory at once (reuse's
+// instances, arena's cached pages and the heap a heap call grows). When
+// calls stop running in a mode (the lead moves them, the mode is dropped),
+// when a method settles (every mode but the chosen one), and after each
+// heap or arena call of 256 KiB or more served while calls run in another
+// mode (a trial; a reuse trial keeps its instance, which is what makes
+// reuse cheap), that mode's idle memory is released on a low-priority thread
+// ("arenarpc auto memory", nice 19, started on the first release, never
+// stopped): heap: malloc_trim(0); arena and reuse: every thread's idle pooled
+// arenas (ReleaseIdleArenas), the page pool's idle thread caches and depot
+// (PagePool::ReleaseIdleCaches, Trim), and for reuse the method's
+// MessagePools' idle instances. Only idle memory: a call keeps what it
+// uses. Its CPU is billed to the learning budget once it ran (a release is
+// never refused; there is at most one per trial and one per move). What it
+// costs besides: the next call in a released mode takes its pages afresh
+// (page faults, billed to that call: so while learning a large method,
+// heap's and arena's trials are measured dearer than they run, which only
+// matters where they are within that much of the best), and since the
+// pools are process-wide, other methods' calls take again what a release
+// emptied.
+// Measured on the sync corpus: docs/BENCHMARKS.md, "Where auto's peak RSS
+// came from".
 enum class AutoLearning { kSideThread, kRealCalls };
 
 // kRealCalls: confirming a close decision by the whole process's CPU. A

@@ -69,11 +69,15 @@ class SampleBytes {
 class MethodMeter {
  public:
   // `mode`: kAuto (the chooser's pick runs) or the installed mode.
+  // `trim_reuse`: gives back the idle instances of the method's kReuse
+  // pools, once kAuto stops running calls in reuse (src/grpc/auto_memory.h;
+  // nullptr: nothing to give back).
   MethodMeter(std::string name, AllocationMode mode,
               const ShadowOptions& shadow,
               const google::protobuf::Message* request_prototype,
               const google::protobuf::Message* response_prototype,
-              const AutoOptions& automatic = {});
+              const AutoOptions& automatic = {},
+              void (*trim_reuse)() = nullptr);
   // The mode calls run in now.
   AllocationMode mode() const;
   // The mode of one call. kAuto with kRealCalls, `request_bytes` as
