@@ -15,9 +15,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "arenarpc/arena.h"
+#include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/internal/mutex.h"
-#include "arenarpc/page_pool.h"
 #include "src/internal/background_thread.h"
 
 namespace arenarpc::internal {
@@ -127,11 +126,7 @@ double ReleaseModeMemory(unsigned modes, TrimReusePools trim_reuse,
   }
   if ((modes & (ModeBit(AllocationMode::kArena) |
                 ModeBit(AllocationMode::kReuse))) != 0) {
-    ReleaseIdleArenas(std::chrono::milliseconds(0));
-    PagePool& pages = PagePool::Default();
-    pages.FlushThreadCache();
-    pages.ReleaseIdleCaches(std::chrono::milliseconds(0));
-    pages.Trim();
+    ReleaseIdleArenasAndPages(std::chrono::milliseconds(0));
   }
   if ((modes & ModeBit(AllocationMode::kHeap)) != 0) {
     // Last: what the pools above freed to the heap goes back too.

@@ -146,11 +146,8 @@ class Trimmer {
     for (auto& [trim, pool] : pools) trim(pool, idle_for);
     // Pooled arenas and page caches of threads unused for `idle_for` (the
     // gRPC threads, once the server is idle): an idle thread pool would pin
-    // them otherwise. Pages they free land in this thread's cache first.
-    ReleaseIdleArenas(idle_for);
-    PagePool::Default().FlushThreadCache();
-    PagePool::Default().ReleaseIdleCaches(idle_for);
-    PagePool::Default().Trim();
+    // them otherwise.
+    ReleaseIdleArenasAndPages(idle_for);
   }
 
   void Run() {
@@ -213,6 +210,14 @@ void ApplyServerLimits(const ServerOptions& options) {
   }
   if (options.idle_trim.idle_ms > 0)
     GetTrimmer().Start(options.idle_trim.idle_ms);
+}
+
+void ReleaseIdleArenasAndPages(std::chrono::milliseconds idle_for) {
+  ReleaseIdleArenas(idle_for);
+  PagePool& pages = PagePool::Default();
+  pages.FlushThreadCache();
+  pages.ReleaseIdleCaches(idle_for);
+  pages.Trim();
 }
 
 bool OverPooledCap() {

@@ -129,6 +129,24 @@ TEST(ReleaseModeMemoryTest, HeapTrimsTheHeapOnly) {
   EXPECT_EQ(GetArenaStats().arenas_idle, idle);
 }
 
+// A queued release runs on the releasing thread and bills what it spent
+// there (kAuto's learning budget, in the meter) once per merged release.
+std::atomic<int> bills{0};
+std::atomic<double> billed_ns{0};
+void CountBill(double ns) {
+  billed_ns.store(billed_ns.load() + ns);
+  bills.fetch_add(1);
+}
+
+TEST(QueueModeReleaseTest, TheReleasingThreadBillsItsCpu) {
+  const uint64_t done = ModeReleasesDone();
+  QueueModeRelease(ModeBit(kHeap) | ModeBit(kArena), nullptr, &CountBill);
+  ASSERT_TRUE(WaitFor([&] { return ModeReleasesDone() > done; }));
+  EXPECT_EQ(bills.load(), 1);
+  EXPECT_GT(billed_ns.load(), 0) << "malloc_trim and the page pool's trim "
+                                    "take CPU on the releasing thread";
+}
+
 // The calling thread's work: a call's CPU in its mode.
 void BurnCpu(double ns) {
   const double start = MethodMeter::ThreadCpuNs();

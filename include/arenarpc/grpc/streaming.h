@@ -200,7 +200,7 @@ class StreamMessages {
         // Incoming messages are cleared by the parse that fills them.
         if (heap_ == nullptr) {
           heap_ = std::make_unique<T>();
-        } else if (empty_response_ == nullptr) {
+        } else if (!incoming()) {
           heap_->Clear();
         }
         message_ = heap_.get();
@@ -260,11 +260,14 @@ class StreamMessages {
     internal::RecordStreamOpen();
   }
 
+  // Requests() (the method's response prototype given), not Responses().
+  bool incoming() const { return empty_response_ != nullptr; }
+
   // kAuto / shadow: the message's bytes go to the measuring thread, as the
   // request or the response of a call of the method.
   void Sample() {
     const double start = internal::MethodMeter::ThreadCpuNs();
-    if (empty_response_ != nullptr) {
+    if (incoming()) {
       internal::SampleBytes bytes = internal::SampleBytes::Of(*message_);
       meter_->Submit(std::move(bytes), *empty_response_,
                      internal::MethodMeter::ThreadCpuNs() - start);

@@ -53,6 +53,12 @@ inline constinit thread_local double next_call_request_bytes =
 // the trimming thread to trim the depots); counts the fallback call.
 bool OverPooledCap();
 uint64_t OverCapHeapCalls();
+// Gives back the pooled arenas and page caches of threads unused for
+// `idle_for` (0: every thread's idle ones), then the page pool's depot: the
+// pages freed land in the calling thread's cache first, which is flushed.
+// Idle trimming and kAuto's memory releases (src/grpc/auto_memory.h) share
+// it. Thread-safe.
+void ReleaseIdleArenasAndPages(std::chrono::milliseconds idle_for);
 uint64_t IdleTrims();
 uint64_t CapTrims();
 
