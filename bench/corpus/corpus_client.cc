@@ -1,19 +1,22 @@
-// arenarpc_corpus_client: the client side of a large-response corpus
-// service (etcd_range: Kubernetes lists, README.md), through a sync or an
-// async stub, with plain messages or arenarpc::ClientCall scopes; prints
-// the client's CPU per call.
+// arenarpc_corpus_client: the client side of a corpus service through a
+// sync or an async stub, with plain messages or arenarpc::ClientCall
+// scopes; prints the client's CPU per call. --service: etcd_range (large
+// responses: Kubernetes lists, README.md) or health (grpc.health.v1
+// Health/Check: requests of 0-53 B, a 2-byte response).
 //
 //   arenarpc_corpus_server --port=0 --mode=none        # any server API
 //   arenarpc_corpus_client --target=127.0.0.1:N --stub=async --messages=arena
 //   -> "client: stub async messages arena calls 2000 failures 0
 //       cpu_us_per_call 812.4 peak_rss_kib 51234 (sink ...)"
 //
-// Each call builds its request (parsed from the corpus mix, as a client
-// builds from its own data), calls Range, and reads the response (every
-// key and value, as an informer decoding the list would). --stub=sync runs
-// --concurrency threads of blocking calls (stub->Range(&ctx, req, &resp));
-// --stub=async keeps --concurrency calls in flight on one completion queue
-// (PrepareAsyncRange / Finish), as gRPC's async client examples do.
+// Each call builds its request as a client would from its own data
+// (etcd_range: parsed from the corpus mix; health: the service name a
+// probe checks, from the mix), calls, and reads the response (etcd_range:
+// every key and value, as an informer decoding the list would; health: the
+// status). --stub=sync runs --concurrency threads of blocking calls
+// (stub->Range(&ctx, req, &resp)); --stub=async keeps --concurrency calls
+// in flight on one completion queue (PrepareAsyncRange / Finish), as
+// gRPC's async client examples do (corpus_client_calls.h).
 // --messages: plain (ClientContext and messages on the heap, what users
 // write today), arena (ClientCall: context and messages on a pooled arena)
 // or reuse (ClientCall over MessagePools). --tune_malloc: the first thing
@@ -21,26 +24,27 @@
 // run fails if it is refused). CPU is the whole process's (user + system,
 // getrusage) over the timed calls, after --warmup calls; peak_rss_kib is the
 // process's peak resident set (getrusage's ru_maxrss) over the whole run.
+// Exits 1 if a call failed, 2 on a bad flag.
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "arenarpc/grpc/client.h"
 #include "arenarpc/malloc_tuning.h"
 #include "corpus.h"
+#include "corpus_client_calls.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "server address");
+ABSL_FLAG(std::string, service, "etcd_range", "etcd_range or health");
 ABSL_FLAG(std::string, stub, "sync", "sync or async");
 ABSL_FLAG(std::string, messages, "plain", "plain, arena or reuse");
 ABSL_FLAG(int, calls, 1000, "timed calls");
@@ -52,14 +56,23 @@ ABSL_FLAG(bool, tune_malloc, false,
 
 namespace {
 
+using ::arenarpc::corpus::ClientMethod;
+using ::arenarpc::corpus::ClientRun;
+using ::arenarpc::corpus::Messages;
 using ::etcdserverpb::KV;
 using ::etcdserverpb::RangeRequest;
 using ::etcdserverpb::RangeResponse;
+using ::grpc::health::v1::Health;
+using ::grpc::health::v1::HealthCheckRequest;
+using ::grpc::health::v1::HealthCheckResponse;
 
-enum class Messages { kPlain, kArena, kReuse };
+// etcd_range: the request parsed from the mix's bytes.
+void BuildRange(const std::string& bytes, RangeRequest* request) {
+  if (!request->ParseFromString(bytes)) std::abort();
+}
 
 // What an informer reads of a list: every key, value and revision.
-uint64_t ReadResponse(const RangeResponse& r) {
+uint64_t ReadRange(const RangeResponse& r) {
   uint64_t h = static_cast<uint64_t>(r.header().revision());
   for (const auto& kv : r.kvs()) {
     h += kv.key().size() + static_cast<uint64_t>(kv.mod_revision());
@@ -70,6 +83,33 @@ uint64_t ReadResponse(const RangeResponse& r) {
   return h;
 }
 
+// health: a probe names the service it checks ("" for the whole server).
+void BuildHealth(const std::string& service, HealthCheckRequest* request) {
+  request->set_service(service);
+}
+
+// A probe reads the status: counts SERVING answers.
+uint64_t ReadHealth(const HealthCheckResponse& r) {
+  return r.status() == HealthCheckResponse::SERVING ? 1 : 0;
+}
+
+const ClientMethod<KV::Stub, RangeRequest, RangeResponse> kRange = {
+    &KV::Stub::Range, &KV::Stub::PrepareAsyncRange, &BuildRange, &ReadRange};
+const ClientMethod<Health::Stub, HealthCheckRequest, HealthCheckResponse>
+    kHealth = {&Health::Stub::Check, &Health::Stub::PrepareAsyncCheck,
+               &BuildHealth, &ReadHealth};
+
+// The service names of the health mix's requests, in order.
+std::vector<std::string> ServiceNames(const std::vector<std::string>& mix) {
+  std::vector<std::string> names;
+  for (const std::string& bytes : mix) {
+    HealthCheckRequest request;
+    if (!request.ParseFromString(bytes)) std::abort();
+    names.push_back(request.service());
+  }
+  return names;
+}
+
 double CpuSeconds() {
   rusage u;
   getrusage(RUSAGE_SELF, &u);
@@ -77,123 +117,35 @@ double CpuSeconds() {
          (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-// One call's scope: plain members or a ClientCall.
-class Call {
- public:
-  Call(Messages messages, arenarpc::MessagePool<RangeRequest>* requests,
-       arenarpc::MessagePool<RangeResponse>* responses) {
-    switch (messages) {
-      case Messages::kPlain:
-        plain_.emplace();
-        break;
-      case Messages::kArena:
-        scope_.emplace();
-        break;
-      case Messages::kReuse:
-        scope_.emplace(*requests, *responses);
-        break;
-    }
-  }
-  grpc::ClientContext* context() {
-    return plain_ ? &plain_->context : scope_->context();
-  }
-  RangeRequest* request() {
-    return plain_ ? &plain_->request : scope_->request();
-  }
-  RangeResponse* response() {
-    return plain_ ? &plain_->response : scope_->response();
-  }
-
- private:
-  struct Plain {
-    grpc::ClientContext context;
-    RangeRequest request;
-    RangeResponse response;
-  };
-  std::optional<Plain> plain_;
-  std::optional<arenarpc::ClientCall<RangeRequest, RangeResponse>> scope_;
-};
-
-struct Run {
-  KV::Stub* stub;
-  Messages messages;
-  const std::vector<std::string>* requests;
-  arenarpc::MessagePool<RangeRequest>* request_pool;
-  arenarpc::MessagePool<RangeResponse>* response_pool;
-  std::atomic<uint64_t> sink{0};
-  std::atomic<int> failures{0};
-};
-
-// Blocking calls [first, last) of the request list, in turn.
-void SyncCalls(Run* run, int first, int last) {
-  uint64_t sink = 0;
-  for (int i = first; i < last; ++i) {
-    Call call(run->messages, run->request_pool, run->response_pool);
-    const std::string& bytes = (*run->requests)[i % run->requests->size()];
-    if (!call.request()->ParseFromString(bytes)) std::abort();
-    grpc::Status s =
-        run->stub->Range(call.context(), *call.request(), call.response());
-    if (!s.ok()) {
-      run->failures.fetch_add(1);
-      continue;
-    }
-    sink += ReadResponse(*call.response());
-  }
-  run->sink.fetch_add(sink);
-}
-
-void SyncPhase(Run* run, int calls, int threads, int offset) {
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    const int first = offset + calls * t / threads;
-    const int last = offset + calls * (t + 1) / threads;
-    workers.emplace_back(SyncCalls, run, first, last);
-  }
-  for (std::thread& w : workers) w.join();
-}
-
-// `calls` async calls, `in_flight` at a time, on one completion queue.
-void AsyncPhase(Run* run, int calls, int in_flight, int offset) {
-  struct Pending {
-    explicit Pending(Run* run)
-        : call(run->messages, run->request_pool, run->response_pool) {}
-    Call call;  // first: outlives the reader, as ClientCall requires
-    grpc::Status status;
-    std::unique_ptr<grpc::ClientAsyncResponseReader<RangeResponse>> reader;
-  };
-  grpc::CompletionQueue cq;
-  int started = 0;
-  int done = 0;
-  uint64_t sink = 0;
-  auto start = [&] {
-    auto* p = new Pending(run);
-    const std::string& bytes =
-        (*run->requests)[(offset + started) % run->requests->size()];
-    if (!p->call.request()->ParseFromString(bytes)) std::abort();
-    p->reader = run->stub->PrepareAsyncRange(p->call.context(),
-                                             *p->call.request(), &cq);
-    p->reader->StartCall();
-    p->reader->Finish(p->call.response(), &p->status, p);
-    ++started;
-  };
-  while (started < calls && started < in_flight) start();
-  void* tag = nullptr;
-  bool ok = false;
-  while (done < calls && cq.Next(&tag, &ok)) {
-    auto* p = static_cast<Pending*>(tag);
-    if (ok && p->status.ok()) {
-      sink += ReadResponse(*p->call.response());
-    } else {
-      run->failures.fetch_add(1);
-    }
-    delete p;
-    ++done;
-    if (started < calls) start();
-  }
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
-  run->sink.fetch_add(sink);
+// Warm-up calls, then the timed calls; prints the result line.
+template <class Stub, class Req, class Resp>
+int Measure(const ClientMethod<Stub, Req, Resp>& method,
+            std::unique_ptr<Stub> stub, const std::vector<std::string>& data,
+            Messages messages) {
+  arenarpc::MessagePool<Req> request_pool;
+  arenarpc::MessagePool<Resp> response_pool;
+  ClientRun<Stub, Req, Resp> run{&method, stub.get(),    messages,
+                                 &data,   &request_pool, &response_pool};
+  const std::string stub_kind = absl::GetFlag(FLAGS_stub);
+  const int calls = absl::GetFlag(FLAGS_calls);
+  const int warmup = absl::GetFlag(FLAGS_warmup);
+  const int concurrency = absl::GetFlag(FLAGS_concurrency);
+  auto phase = stub_kind == "sync"
+                   ? &arenarpc::corpus::SyncPhase<Stub, Req, Resp>
+                   : &arenarpc::corpus::AsyncPhase<Stub, Req, Resp>;
+  phase(&run, warmup, concurrency, 0);
+  const double cpu0 = CpuSeconds();
+  phase(&run, calls, concurrency, warmup);
+  const double cpu = CpuSeconds() - cpu0;
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf(
+      "client: stub %s messages %s calls %d failures %d cpu_us_per_call %.1f "
+      "peak_rss_kib %ld (sink %llu)\n",
+      stub_kind.c_str(), absl::GetFlag(FLAGS_messages).c_str(), calls,
+      run.failures.load(), cpu / calls * 1e6, usage.ru_maxrss,
+      static_cast<unsigned long long>(run.sink.load()));
+  return run.failures.load() == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -224,34 +176,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--stub: sync or async\n");
     return 2;
   }
-  const arenarpc::corpus::Service* service =
-      arenarpc::corpus::FindService("etcd_range");
+  const std::string service_name = absl::GetFlag(FLAGS_service);
+  if (service_name != "etcd_range" && service_name != "health") {
+    std::fprintf(stderr, "--service: etcd_range or health, not %s\n",
+                 service_name.c_str());
+    return 2;
+  }
   const std::vector<std::string> requests =
-      service->generate(/*seed=*/1, absl::GetFlag(FLAGS_requests));
+      arenarpc::corpus::FindService(service_name)
+          ->generate(/*seed=*/1, absl::GetFlag(FLAGS_requests));
 
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
-  std::unique_ptr<KV::Stub> stub = KV::NewStub(grpc::CreateCustomChannel(
-      absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials(), args));
-  arenarpc::MessagePool<RangeRequest> request_pool;
-  arenarpc::MessagePool<RangeResponse> response_pool;
-  Run run{stub.get(), messages, &requests, &request_pool, &response_pool};
-
-  const int calls = absl::GetFlag(FLAGS_calls);
-  const int warmup = absl::GetFlag(FLAGS_warmup);
-  const int concurrency = absl::GetFlag(FLAGS_concurrency);
-  auto phase = stub_kind == "sync" ? &SyncPhase : &AsyncPhase;
-  phase(&run, warmup, concurrency, 0);
-  const double cpu0 = CpuSeconds();
-  phase(&run, calls, concurrency, warmup);
-  const double cpu = CpuSeconds() - cpu0;
-  rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  std::printf(
-      "client: stub %s messages %s calls %d failures %d cpu_us_per_call %.1f "
-      "peak_rss_kib %ld (sink %llu)\n",
-      stub_kind.c_str(), messages_name.c_str(), calls, run.failures.load(),
-      cpu / calls * 1e6, usage.ru_maxrss,
-      static_cast<unsigned long long>(run.sink.load()));
-  return run.failures.load() == 0 ? 0 : 1;
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+      absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials(), args);
+  if (service_name == "health") {
+    return Measure(kHealth, Health::NewStub(channel), ServiceNames(requests),
+                   messages);
+  }
+  return Measure(kRange, KV::NewStub(channel), requests, messages);
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Client CPU per call on a large-response corpus service (etcd_range).
+"""Client CPU per call on a corpus service: etcd_range (large responses,
+the default) or health (--service health: requests and responses < 1 KB).
 
 One plain corpus server (callback API, no allocator) answers; the client
 (arenarpc_corpus_client) runs each configuration in turn, every round, so
@@ -18,10 +19,12 @@ the ratios compare runs made side by side:
   {sync,async}/<arena|reuse>+glibc_tuned, +tuned_by_arenarpc  both
 
   bench/corpus/corpus_client.py --rounds 5 --out docs/raw/corpus_client
+  bench/corpus/corpus_client.py --service health --calls 5000 --warmup 500
   bench/corpus/corpus_client.py --smoke
 Prints and writes corpus_client.md (medians of CPU per call, ratios to
-the same stub's plain, and of the client's peak RSS) and corpus_client.json
-(every run), with the load average before and after.
+the same stub's plain, and of the client's peak RSS; then each round's
+ratio to the same round's plain) and corpus_client.json (every run), with
+the load average before and after.
 """
 import argparse
 import json
@@ -41,12 +44,16 @@ FLAVOURS = ["plain", "plain+jemalloc", "plain+glibc_tuned", "plain+tuned_by_aren
 # Also accepted: plain+mimalloc, plain+tcmalloc, reuse+glibc_tuned.
 # glibc's malloc told to keep what it frees: corpus_rpc.GLIBC_TUNED.
 GLIBC_TUNED = corpus_rpc.GLIBC_TUNED
+# What the summary calls each service the client knows.
+SERVICES = {"etcd_range": "etcd_range (Kubernetes lists)",
+            "health": "health (grpc.health.v1.Health/Check, requests 0-53 B, responses 2 B)"}
 
 
 def run_client(binary, port, stub, flavour, args):
     messages, _, extra = flavour.partition("+")
     env = dict(os.environ)
-    cmd = [binary, f"--target=127.0.0.1:{port}", f"--stub={stub}", f"--messages={messages}",
+    cmd = [binary, f"--target=127.0.0.1:{port}", f"--service={args.service}",
+           f"--stub={stub}", f"--messages={messages}",
            f"--calls={args.calls}", f"--warmup={args.warmup}", f"--concurrency={args.concurrency}"]
     if extra == "glibc_tuned":
         env["GLIBC_TUNABLES"] = GLIBC_TUNED
@@ -62,6 +69,19 @@ def run_client(binary, port, stub, flavour, args):
             int(fields[fields.index("peak_rss_kib") + 1]) / 1024.0)
 
 
+def per_round_ratios(runs, flavours):
+    """Summary lines: each round's CPU per call over the same round's plain."""
+    lines = ["", "Per round: CPU per call / the same round's plain, same stub (round 0, 1, ...; min-max)",
+             "", "| stub | flavour | per round | min-max |", "|---|---|---|---|"]
+    for stub in ("sync", "async"):
+        base = runs[f"{stub}/plain"]
+        for f in flavours[1:]:
+            ratios = [us / b for us, b in zip(runs[f"{stub}/{f}"], base)]
+            lines.append(f"| {stub} | {f} | " + ", ".join(f"{r:.2f}" for r in ratios) +
+                         f" | {min(ratios):.2f}-{max(ratios):.2f} |")
+    return lines
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return f.read().strip()
@@ -71,6 +91,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     p.add_argument("--out", default=os.path.join(ROOT, "out", "corpus_client"))
+    p.add_argument("--service", default="etcd_range", help=" or ".join(SERVICES))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--calls", type=int, default=400)
     p.add_argument("--warmup", type=int, default=50)
@@ -103,7 +124,7 @@ def main():
     load_after = loadavg()
     med = {k: statistics.median(v) for k, v in runs.items()}
     med_rss = {k: statistics.median(v) for k, v in rss.items()}
-    lines = [f"Client CPU per call, etcd_range (Kubernetes lists), {args.rounds} rounds of "
+    lines = [f"Client CPU per call, {SERVICES.get(args.service, args.service)}, {args.rounds} rounds of "
              f"{args.calls} calls, {args.concurrency} in flight; medians; ratio to the same stub's plain",
              f"loadavg before: {load_before}; after: {load_after}",
              "", "| stub | " + " | ".join(flavours) + " | " +
@@ -117,6 +138,7 @@ def main():
               "", "| stub | " + " | ".join(flavours) + " |", "|---|" + "---:|" * len(flavours)]
     for stub in ("sync", "async"):
         lines.append(f"| {stub} | " + " | ".join(f"{med_rss[f'{stub}/{f}']:.0f}" for f in flavours) + " |")
+    lines += per_round_ratios(runs, flavours)
     text = "\n".join(lines) + "\n"
     print(text)
     with open(os.path.join(args.out, "corpus_client.md"), "w") as f:
