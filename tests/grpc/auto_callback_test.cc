@@ -9,8 +9,11 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "arenarpc/grpc/install.h"
 #include "arenarpc/grpc/stats.h"
@@ -61,22 +64,37 @@ TEST(AutoCallbackTest, SettlesOnTimedCallbackCalls) {
   for (int i = 0; i < 2000 && !StatsOf(method).settled; ++i) {
     ASSERT_TRUE(Call(*stub, 0));
   }
-  const MeasuredMethodStats s = StatsOf(method);
+  // gRPC releases a call's messages after the client has its response, so
+  // the settling call's bookkeeping may still be under way (the learner
+  // settled, the calls it took not recorded yet): wait until it is in.
+  MeasuredMethodStats s;
+  EXPECT_TRUE(WaitFor([&] {
+    s = StatsOf(method);
+    return s.settled && s.settle_calls > 0;
+  }));
   EXPECT_TRUE(s.settled);
   EXPECT_GT(s.timed_calls, 0u);
   EXPECT_EQ(s.side_samples, 0u);
   EXPECT_FALSE(s.callback_fallback);
-  EXPECT_EQ(s.samples, s.timed_calls);  // every sample a timed call
+  // Every sample a timed call (none from the side thread); for the same
+  // reason, a call may have been handed a trial before the one in flight
+  // settled the method, and is timed but not observed (the learner no
+  // longer learns): seen under load, 74 samples of 75 timed calls.
+  EXPECT_GT(s.samples, 0u);
+  EXPECT_LE(s.samples, s.timed_calls);
   EXPECT_GT(s.settle_calls, 0u);
 }
 
 // A handler that finishes from another thread (delay_ms: the service's
-// finisher thread calls Finish): the holder is mostly released off the
-// allocating thread (sometimes back on it after it polled: then timed), so
-// most trials are lost, billed, counted; once more than half of a window
-// of 32 is lost the method learns on the measuring thread, and its
-// callback calls are timed no more. (That a release on another thread is
-// never timed: auto_budget_test, on the allocator.)
+// finisher thread calls Finish), with 4 calls in flight: the holder is
+// released off the allocating thread, or on it after that thread made or
+// released another call's holder, so trials are lost, billed, counted;
+// once more than half of a window of 32 is lost the method learns on the
+// measuring thread, and its callback calls are timed no more. (One call at
+// a time is not enough: a thread that polled and found nothing else to do
+// often releases the holder itself, and under a loaded sanitizer build the
+// window was seen mostly timed. That a release on another thread is never
+// timed: auto_budget_test, on the allocator.)
 TEST(AutoCallbackTest, CallsFinishedOnAnotherThreadFallBackToTheSideThread) {
   echo::EchoServiceImpl service;
   const std::string method = "t.Moved/Echo";
@@ -93,9 +111,19 @@ TEST(AutoCallbackTest, CallsFinishedOnAnotherThreadFallBackToTheSideThread) {
   ASSERT_NE(server, nullptr);
   auto stub = EchoService::NewStub(
       testing::NewTestChannel("127.0.0.1:" + std::to_string(port)));
-  for (int i = 0; i < 2000 && !StatsOf(method).callback_fallback; ++i) {
-    ASSERT_TRUE(Call(*stub, 1));
+  std::atomic<int> failed{0};
+  {
+    std::vector<std::thread> callers;
+    for (int c = 0; c < 4; ++c) {
+      callers.emplace_back([&] {
+        for (int i = 0; i < 500 && !StatsOf(method).callback_fallback; ++i) {
+          if (!Call(*stub, 1)) failed.fetch_add(1);
+        }
+      });
+    }
+    for (std::thread& t : callers) t.join();
   }
+  ASSERT_EQ(failed.load(), 0);
   MeasuredMethodStats s = StatsOf(method);
   ASSERT_TRUE(s.callback_fallback);
   EXPECT_GT(s.lost_calls, 16u);
