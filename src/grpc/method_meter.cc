@@ -699,12 +699,20 @@ AllocationMode MethodMeter::ModeForCall(double request_bytes,
   }
   // Learning again: a confirmation waiting for the slot is moot.
   if (m.confirm.engaged()) m.confirm.Cancel();
-  const AllocationMode trial = m.learner.NextTrialMode();
+  AllocationMode trial = m.learner.NextTrialMode();
   const double expected =
       m.learner.excess_share(trial) * m.call_ns.load(std::memory_order_relaxed);
   if (!Worker::Get().AdmitRealCall(expected)) {
+    // The dear trial waits for the budget; meanwhile a call in the
+    // cheapest mode so far is timed for its clock reads alone.
     m.learner.CancelTrial(trial);
-    return m.learner.current();
+    const std::optional<AllocationMode> free = m.learner.FreeTrialMode();
+    if (!free.has_value()) return m.learner.current();
+    if (!Worker::Get().AdmitRealCall(0)) {
+      m.learner.CancelTrial(*free);
+      return m.learner.current();
+    }
+    trial = *free;
   }
   double never = -1;
   m.first_call_s.compare_exchange_strong(never, NowS(),
