@@ -84,17 +84,13 @@ ModeChooser::Snapshot ModeChooser::snapshot() const {
 namespace arenarpc {
 namespace {
 
-// One-sided Student t quantile at 0.01 %, by degrees of freedom; beyond 30
-// the value at the largest of 30, 40, 60 and 120 not above df (slightly
-// conservative; scipy.stats.t.ppf(1 - 1e-4, df)).
+// One-sided Student t quantile at 0.01 %, by degrees of freedom (beyond 30
+// the value at 30: slightly conservative).
 double TCritical(int df) {
   static constexpr double kT[] = {
       3183.1, 70.70, 22.20, 13.03, 9.678, 8.025, 7.063, 6.442, 6.010, 5.694,
       5.453,  5.263, 5.111, 4.985, 4.880, 4.791, 4.714, 4.648, 4.590, 4.539,
       4.493,  4.452, 4.415, 4.382, 4.352, 4.324, 4.299, 4.275, 4.254, 4.234};
-  if (df >= 120) return 3.837;
-  if (df >= 60) return 3.962;
-  if (df >= 40) return 4.094;
   return kT[std::clamp(df, 1, 30) - 1];
 }
 
@@ -137,7 +133,6 @@ void AutoLearner::StartDecision() {
   call_sum_.fill(0);
   call_square_.fill(0);
   looked_at_ = 0;
-  next_df_look_ = kFirstDfLook;
   for (auto& e : excess_) e.store(0, std::memory_order_relaxed);
   for (auto& n : issued_) n.store(0, std::memory_order_relaxed);
   for (auto& row : pair_sum_) row.fill(0);
@@ -321,22 +316,6 @@ AllocationMode AutoLearner::NextTrialMode() {
   return static_cast<AllocationMode>(pick);
 }
 
-std::optional<AllocationMode> AutoLearner::FreeTrialMode() {
-  // A call in the cheapest mode so far loses nothing to a dearer one, and
-  // adds degrees of freedom to the pooled variance every look uses.
-  const unsigned mask = measured_mask();
-  const int cap = kFreeTrialsPerMode * options_.max_calls_per_mode;
-  for (int i = 0; i < kNumAllocationModes; ++i) {
-    if ((mask & (1u << i)) == 0) continue;
-    const int n = issued_[i].load(std::memory_order_relaxed);
-    if (n > 0 && n < cap && excess_[i].load(std::memory_order_relaxed) == 0) {
-      issued_[i].fetch_add(1, std::memory_order_relaxed);
-      return static_cast<AllocationMode>(i);
-    }
-  }
-  return std::nullopt;
-}
-
 void AutoLearner::CancelTrial(AllocationMode mode) {
   // Never below 0: a decision may have restarted since it was handed out.
   std::atomic<int>& n = issued_[static_cast<int>(mode)];
@@ -411,27 +390,20 @@ AllocationMode AutoLearner::ObserveCall(AllocationMode mode, double cost_ns,
   }
   // The lead rule, between the modes measured so far.
   if (std::isfinite(level[static_cast<int>(state_.mode)])) Lead(level);
+  // Looks: only when the fewest calls of a measured mode grows.
+  if (fewest < options_.min_samples || fewest <= looked_at_) {
+    return state_.mode;
+  }
+  looked_at_ = fewest;
   // One variance for all measured modes (pooled: noise is multiplicative
   // and alike across modes), so the degrees of freedom add up.
   double squares = 0;
   int df = 0;
   for (int i = 0; i < kModes; ++i) {
-    if (!alive[i] || calls_[i] == 0) continue;
+    if (!alive[i]) continue;
     squares += std::max(call_square_[i] - calls_[i] * level[i] * level[i], 0.0);
     df += calls_[i] - 1;
   }
-  // Looks: when the fewest calls of a measured mode grows (from
-  // min_samples), and, once every measured mode has a call, when the pooled
-  // degrees of freedom reach the next of 8, 16, ..., 128 (calls in the
-  // cheapest mode, timed while a dear one waits for the budget: a mode
-  // far dearer than the rest is dropped on its first calls).
-  const bool fewest_look =
-      fewest >= options_.min_samples && fewest > looked_at_;
-  const bool df_look =
-      fewest >= 1 && df >= next_df_look_ && next_df_look_ <= kLastDfLook;
-  if (!fewest_look && !df_look) return state_.mode;
-  if (fewest_look) looked_at_ = fewest;
-  while (next_df_look_ <= df) next_df_look_ *= 2;
   const double var = squares / df;
   const double t = TCritical(df);
   Pairs diff = {};

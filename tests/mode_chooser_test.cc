@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -464,26 +465,31 @@ namespace {
 
 // A large-message server as the sync corpus measured it (Cortex remote
 // write, 847 KB requests at 20 calls/s; per-call thread CPU in steady
-// state: heap 3.6 ms, arena 1.9, reuse 1.3, docs/raw/auto_budget/trials/;
-// each call also costs gRPC 0.5 ms outside the timed window). A call is
-// timed when the learner wants one and its mode's expected excess fits the
-// budget, as MethodMeter admits it; when it does not fit, a free trial in
-// the cheapest mode (FreeTrialMode) if `free_trials`. `sigma`: a call's
-// log-normal noise (trials in auto vary more than calls in a fixed mode:
-// 0.2-0.3, measured in the same place).
+// state: heap 3.6 ms, arena 1.9, reuse 1.3; each call also costs gRPC
+// 0.5 ms outside the timed window). A call is timed when the learner wants
+// one and its mode's expected excess fits the budget, as MethodMeter admits
+// it. Noise, log-normal: `running` for a call in the mode calls run in,
+// `switched` for a call in another mode (auto's trials vary far more than
+// a fixed mode's calls, and not alike: on OTLP traces, calls in the
+// running mode 0.06, switched ones 0.15-0.25; on Cortex, reuse's running
+// calls 1.25-3.6 ms against 1.23-1.40 ms, p10-p90, for fixed reuse).
+struct Sim {
+  std::array<double, 3> cost = {3.6e6, 1.9e6, 1.3e6};
+  double running = 0.05;
+  double switched = 0.3;
+  double seconds = 60;
+  bool stop_at_settle = false;
+};
 struct LargeRun {
   double settled_s = -1;   // -1: not within the run
   double spent_share = 0;  // learning's cost / the process's CPU
   AllocationMode chose = AllocationMode::kArena;
   uint64_t dropped = 0;
 };
-constexpr std::array<double, 3> kCortex = {3.6e6, 1.9e6, 1.3e6};
 
-LargeRun RunLarge(uint32_t seed, double sigma,
-                  const std::array<double, 3>& cost, bool free_trials = true,
-                  double seconds = 60) {
+LargeRun RunLarge(uint32_t seed, const Sim& sim) {
   std::mt19937 rng(seed);
-  std::normal_distribution<double> z(0.0, sigma);
+  std::normal_distribution<double> z(0.0, 1.0);
   constexpr double kBytes = 847e3;
   constexpr double kGrpcNs = 0.5e6;
   constexpr double kClockNs = 2000;
@@ -493,30 +499,30 @@ LargeRun RunLarge(uint32_t seed, double sigma,
   LargeRun r;
   double process = 0;
   double call_ns = 0;
-  for (int call = 0; call < seconds * kCallsPerS; ++call) {
+  for (int call = 0; call < sim.seconds * kCallsPerS; ++call) {
     const double now = call / kCallsPerS;
     AllocationMode m = l.current();
     bool timed = false;
     if (l.Wants(now)) {
-      AllocationMode trial = l.NextTrialMode();
+      const AllocationMode trial = l.NextTrialMode();
       timed = budget.Fits(process, l.excess_share(trial) * call_ns);
-      if (!timed) {
+      if (timed) {
+        m = trial;
+      } else {
         l.CancelTrial(trial);
-        if (const auto free = free_trials ? l.FreeTrialMode() : std::nullopt) {
-          trial = *free;
-          timed = budget.Fits(process, 0);
-          if (!timed) l.CancelTrial(trial);
-        }
       }
-      if (timed) m = trial;
     }
-    const double ns = cost[static_cast<int>(m)] * std::exp(z(rng));
+    const double sigma = m == l.current() ? sim.running : sim.switched;
+    const double ns = sim.cost[static_cast<int>(m)] * std::exp(sigma * z(rng));
     process += ns + kGrpcNs;
     if (timed) {
       l.ObserveCall(m, ns, kBytes, now);
       call_ns = call_ns <= 0 ? ns : call_ns + 0.25 * (ns - call_ns);
       budget.Spend(l.excess_share(m) * ns + kClockNs);
-      if (r.settled_s < 0 && !l.wants()) r.settled_s = now;
+      if (r.settled_s < 0 && !l.wants()) {
+        r.settled_s = now;
+        if (sim.stop_at_settle) break;
+      }
     }
   }
   r.spent_share = budget.spent_ns() / process;
@@ -525,67 +531,52 @@ LargeRun RunLarge(uint32_t seed, double sigma,
   return r;
 }
 
-// Median seconds to settle over `runs` seeds (999 for a run that did not),
-// and how many chose `want`.
-std::pair<double, int> MedianSettle(int runs, double sigma, bool free_trials,
-                                    AllocationMode want) {
+// What settling costs in time on Cortex's shape at 20 calls/s: heap's and
+// arena's trials each wait for the 2 % budget, and the test needs three
+// calls of each. Median over 40 seeds 11.7 s (seen; p10 6.8, p90 20.8);
+// every run on reuse, learning within the share.
+TEST(AutoLearnerLargeTest, SettlesALargeMethodWithinTheBudget) {
   std::vector<double> settle;
-  int right = 0;
-  for (int seed = 1; seed <= runs; ++seed) {
-    const LargeRun r = RunLarge(seed, sigma, kCortex, free_trials);
-    settle.push_back(r.settled_s < 0 ? 999 : r.settled_s);
-    if (r.chose == want) ++right;
-  }
-  std::sort(settle.begin(), settle.end());
-  return {settle[settle.size() / 2], right};
-}
-
-// Free trials in the cheapest mode while a dear one waits for the budget:
-// on Cortex's shape at 20 calls/s, with trial noise 0.2, the median settle
-// 7.5 s without them (heap's third call waits for the budget before any
-// look), 3.5 s with them (seen: 3.5); at noise 0.3, 19.8 s and 7.8 s.
-TEST(AutoLearnerLargeTest, FreeTrialsSettleALargeMethodSooner) {
-  const auto [without, right_without] =
-      MedianSettle(40, 0.2, false, AllocationMode::kReuse);
-  const auto [with, right_with] =
-      MedianSettle(40, 0.2, true, AllocationMode::kReuse);
-  std::printf("median settle: %.1f s without free trials, %.1f s with\n",
-              without, with);
-  EXPECT_EQ(right_without, 40);
-  EXPECT_EQ(right_with, 40);
-  EXPECT_LE(with, 4.0);
-  EXPECT_LT(with, 0.6 * without);
-}
-
-// What learning spends stays within the share (2 %) plus the credit, with
-// free trials: each costs its clock reads.
-TEST(AutoLearnerLargeTest, FreeTrialsKeepToTheBudget) {
-  for (uint32_t seed = 1; seed <= 20; ++seed) {
-    const LargeRun r = RunLarge(seed, 0.3, kCortex, true);
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    const LargeRun r = RunLarge(seed, Sim());
+    EXPECT_EQ(r.chose, AllocationMode::kReuse) << seed;
+    // The process spends at least 1.8 ms a call (reuse's 1.3 + gRPC's).
     EXPECT_LE(r.spent_share,
               LearningBudget::kDefaultShare +
                   LearningBudget::kDefaultCreditNs / (60 * 20 * 1.8e6))
         << seed;
+    settle.push_back(r.settled_s < 0 ? 999 : r.settled_s);
   }
+  std::sort(settle.begin(), settle.end());
+  std::printf("median settle %.1f s (p10 %.1f, p90 %.1f)\n", settle[20],
+              settle[4], settle[36]);
+  EXPECT_LT(settle[36], 30);  // 9 in 10 before the first re-check is due
 }
 
-// The stated error rate with free trials and the degrees-of-freedom looks:
-// three modes of equal cost, 5-30 % noise, under the budget: a drop is an
-// error. Bound: 0.01 % per test, 6 tests a look, at most 35 looks (30 as
-// the fewest calls grow, 5 as the pooled degrees of freedom double): 2.1 %
-// of decisions.
-TEST(AutoLearnerLargeTest, RarelyDropsAModeThatIsNotWorse) {
+// The stated error rate (1.8 %) where noise is not alike across modes:
+// three modes of equal cost under the budget, the first decision of each
+// run, trials in a mode calls do not run in 6x noisier than calls in the
+// running mode; a drop is an error. Seen: 9 of 900. (Free trials in the
+// cheapest mode while a dear one waits for the budget settle such a
+// method in a third of the time, but the pooled variance they feed is the
+// running mode's, and 4-16 % of these decisions dropped a mode wrongly:
+// not built.)
+TEST(AutoLearnerLargeTest, RarelyDropsAModeThatIsNotWorseUnderUnevenNoise) {
   int wrong = 0;
   int decisions = 0;
-  for (double sigma : {0.05, 0.1, 0.3}) {
-    for (uint32_t seed = 1; seed <= 300; ++seed, ++decisions) {
-      const LargeRun r = RunLarge(1000 + seed, sigma, {1.3e6, 1.3e6, 1.3e6});
-      if (r.dropped > 0) ++wrong;
+  for (double running : {0.05, 0.1}) {
+    for (uint32_t seed = 1; seed <= 450; ++seed, ++decisions) {
+      Sim sim;
+      sim.cost = {1.3e6, 1.3e6, 1.3e6};
+      sim.running = running;
+      sim.switched = 6 * running;
+      sim.stop_at_settle = true;
+      if (RunLarge(1000 + seed, sim).dropped > 0) ++wrong;
     }
   }
-  std::printf("free trials: %d of %d decisions dropped a mode wrongly\n", wrong,
-              decisions);
-  EXPECT_LE(wrong, decisions * 21 / 1000) << wrong << " of " << decisions;
+  std::printf("uneven noise: %d of %d decisions dropped a mode wrongly\n",
+              wrong, decisions);
+  EXPECT_LE(wrong, decisions * 18 / 1000) << wrong << " of " << decisions;
 }
 
 }  // namespace

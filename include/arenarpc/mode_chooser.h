@@ -136,28 +136,19 @@ class LearningBudget {
 // Real calls (ObserveCall, ServerOptions::automatic.learn = kRealCalls):
 // each sample is one call served in one mode (NextTrialMode(): the measured
 // mode with the fewest calls), its cost per wire byte, so calls of different
-// sizes compare. The test is unpaired, on one variance pooled over the
-// measured modes (noise is multiplicative and alike across modes, so the
-// degrees of freedom add up): mode i is dropped once mean(log cost/byte,
-// i) - mean(j) is above 0 by a one-sided t bound at 0.01 %. Looks are
-// taken when the fewest calls of a measured mode grows, from min_samples
-// to max_calls_per_mode, and when the pooled degrees of freedom reach 8,
-// 16, ..., 128 once every measured mode has a call: at most 6 tests a look
-// and 35 looks, so a mode as cheap as another is wrongly dropped in at most
-// 2.1 % of decisions (Bonferroni; 1.1 % measured on simulated ties in the
-// unit test). While a dear mode's trial waits for the budget, calls in the
-// cheapest mode so far are timed for their clock reads alone
-// (FreeTrialMode()): they add degrees of freedom, so a mode far dearer than
-// the rest is dropped after a call or two instead of min_samples (on
-// Cortex's shape at 20 calls/s, a median settle of 3.5 s instead of 7.5 in
-// the unit test's simulation).
+// sizes compare. The test is unpaired (Welch): mode i is dropped once
+// mean(log cost/byte, i) - mean(j) is above 0 by a one-sided t bound at
+// 0.01 % with min(n_i, n_j) - 1 degrees of freedom (conservative). Looks
+// are taken only when the fewest calls of a measured mode grows, from
+// min_samples to max_calls_per_mode: at most 6 tests a look and 30 looks,
+// so a mode as cheap as another is wrongly dropped in at most 1.8 % of
+// decisions (Bonferroni; measured on simulated ties in the unit test).
 // It settles as above, or when every measured mode has max_calls_per_mode
 // calls. Calls that mix sizes add variance (slower, not wrong: the modes
 // see the same mix, taken in turn).
 // Thread safety: Wants(), Observe() and ObserveCall() under the learner's
 // lock, from any thread; current(), wants(), NextTrialMode(),
-// FreeTrialMode(), CancelTrial(), excess_share() and snapshot() from any
-// thread.
+// excess_share() and snapshot() from any thread.
 struct AutoLearnerOptions {
   AllocationMode initial = AllocationMode::kArena;  // before any decision
   int min_samples = 3;                              // looks start here
@@ -203,13 +194,6 @@ class AutoLearner {
   // ...). CancelTrial(): that trial was not run after all.
   AllocationMode NextTrialMode();
   void CancelTrial(AllocationMode mode);
-  // Real calls: a trial that costs the budget nothing but its clock reads,
-  // for a call when NextTrialMode()'s trial does not fit the budget: the
-  // cheapest measured mode so far (excess_share() 0, with a call handed out
-  // already), while it has had fewer than kFreeTrialsPerMode *
-  // max_calls_per_mode trials this decision; none otherwise. Its calls add
-  // to the pooled variance's degrees of freedom (see the looks above).
-  std::optional<AllocationMode> FreeTrialMode();
   // Discards the samples of the decision under way (none if settled): the
   // method changes how it learns (real calls to paired samples), and a
   // decision does not mix the two. The running mode stays.
@@ -259,11 +243,6 @@ class AutoLearner {
   double Mean(int i, int j) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   double StandardError(int i, int j) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  static constexpr int kFreeTrialsPerMode = 4;
-  // Real calls: looks at these pooled degrees of freedom, doubling.
-  static constexpr int kFirstDfLook = 8;
-  static constexpr int kLastDfLook = 128;
-
   const AutoLearnerOptions options_;
   std::atomic<AllocationMode> mode_;
   std::atomic<unsigned> mask_{(1u << kNumAllocationModes) - 1};
@@ -285,7 +264,6 @@ class AutoLearner {
   std::array<double, kNumAllocationModes> call_square_
       ABSL_GUARDED_BY(mu_) = {};
   int looked_at_ ABSL_GUARDED_BY(mu_) = 0;
-  int next_df_look_ ABSL_GUARDED_BY(mu_) = kFirstDfLook;
   // Trials handed out per mode this decision (calls in flight included).
   std::array<std::atomic<int>, kNumAllocationModes> issued_ = {};
   std::atomic<int> last_trial_{-1};

@@ -295,6 +295,9 @@ class Worker {
   }
 
   double AutoBudgetSpentNs() const { return auto_budget_.spent_ns(); }
+  double ShadowSpentNs() const {
+    return shadow_spent_ns_.load(std::memory_order_relaxed);
+  }
   double AutoLastSampleNs() const {
     return last_auto_sample_ns_.load(std::memory_order_relaxed);
   }
@@ -365,9 +368,9 @@ class Worker {
       auto_budget_.LearnSampleCost(cost);
       last_auto_sample_ns_.store(cost, std::memory_order_relaxed);
     } else if (m.shadow.sample_one_in > 0) {
-      shadow_spent_ns_ += sampling;
+      AddShadowSpent(sampling);
       if (!m.is_auto()) Shadow(m, s);
-      shadow_spent_ns_ += CpuNs(CLOCK_THREAD_CPUTIME_ID) - start;
+      AddShadowSpent(CpuNs(CLOCK_THREAD_CPUTIME_ID) - start);
     } else {
       auto_budget_.Spend(CpuNs(CLOCK_THREAD_CPUTIME_ID) - start + sampling);
     }
@@ -431,6 +434,10 @@ class Worker {
     }
   }
 
+  void AddShadowSpent(double ns) {
+    shadow_spent_ns_.store(ShadowSpentNs() + ns, std::memory_order_relaxed);
+  }
+
   // Shadow measurement: every mode, into the method's ModeChooser, within
   // the shadow share.
   void Shadow(MethodMeter::Impl& m, const Sample& s) {
@@ -442,7 +449,7 @@ class Worker {
     const double mine = CpuNs(CLOCK_THREAD_CPUTIME_ID);
     const double share = CpuShare();
     if (share < 1.0 &&
-        shadow_spent_ns_ + bytes * m.ns_per_byte >
+        ShadowSpentNs() + bytes * m.ns_per_byte >
             share * CpuNs(CLOCK_PROCESS_CPUTIME_ID) + kCpuCreditNs) {
       m.dropped.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -492,7 +499,8 @@ class Worker {
   // serializing sampled calls.
   std::atomic<uint64_t> thread_cpu_ns_{0};
   std::atomic<uint64_t> sampling_cpu_ns_{0};
-  double shadow_spent_ns_ = 0;  // this thread only
+  // Written by this thread only; atomic for a test's reading.
+  std::atomic<double> shadow_spent_ns_{0};
   LearningBudget auto_budget_;
   std::atomic<bool> auto_open_{true};  // kAuto's next sample may be taken
   std::atomic<double> real_allowance_ns_{kCpuCreditNs};
@@ -699,20 +707,12 @@ AllocationMode MethodMeter::ModeForCall(double request_bytes,
   }
   // Learning again: a confirmation waiting for the slot is moot.
   if (m.confirm.engaged()) m.confirm.Cancel();
-  AllocationMode trial = m.learner.NextTrialMode();
+  const AllocationMode trial = m.learner.NextTrialMode();
   const double expected =
       m.learner.excess_share(trial) * m.call_ns.load(std::memory_order_relaxed);
   if (!Worker::Get().AdmitRealCall(expected)) {
-    // The dear trial waits for the budget; meanwhile a call in the
-    // cheapest mode so far is timed for its clock reads alone.
     m.learner.CancelTrial(trial);
-    const std::optional<AllocationMode> free = m.learner.FreeTrialMode();
-    if (!free.has_value()) return m.learner.current();
-    if (!Worker::Get().AdmitRealCall(0)) {
-      m.learner.CancelTrial(*free);
-      return m.learner.current();
-    }
-    trial = *free;
+    return m.learner.current();
   }
   double never = -1;
   m.first_call_s.compare_exchange_strong(never, NowS(),
@@ -861,6 +861,7 @@ uint64_t MeasuringProgress() { return Worker::Get().Progress(); }
 void PauseMeasuringForTest(bool paused) { Worker::Get().Pause(paused); }
 size_t QueuedSamplesForTest() { return Worker::Get().Queued(); }
 double AutoLearningCpuNsForTest() { return Worker::Get().AutoBudgetSpentNs(); }
+double ShadowMeasuringCpuNsForTest() { return Worker::Get().ShadowSpentNs(); }
 double AutoLearningLastSampleNsForTest() {
   return Worker::Get().AutoLastSampleNs();
 }

@@ -268,6 +268,9 @@ size_t QueuedSamplesForTest();
 // Tests only: what kAuto's learning has spent (ns), and its last sample.
 double AutoLearningCpuNsForTest();
 double AutoLearningLastSampleNsForTest();
+// Tests only: what shadow measurement has spent (ns): the measuring
+// thread's CPU and the call threads' sampling.
+double ShadowMeasuringCpuNsForTest();
 
 }  // namespace arenarpc::internal
 
