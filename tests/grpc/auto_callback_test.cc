@@ -82,6 +82,7 @@ TEST(AutoCallbackTest, SettlesOnTimedCallbackCalls) {
   // longer learns): seen under load, 74 samples of 75 timed calls.
   EXPECT_GT(s.samples, 0u);
   EXPECT_LE(s.samples, s.timed_calls);
+  EXPECT_LE(s.timed_calls - s.samples, 2u);
   EXPECT_GT(s.settle_calls, 0u);
 }
 
@@ -128,7 +129,9 @@ TEST(AutoCallbackTest, CallsFinishedOnAnotherThreadFallBackToTheSideThread) {
   ASSERT_TRUE(s.callback_fallback);
   EXPECT_GT(s.lost_calls, 16u);
   EXPECT_GT(s.lost_calls, s.timed_calls);
-  EXPECT_EQ(s.side_samples, 0u);
+  // A caller that saw no fallback yet may have started its call just
+  // after it: sampled for the side thread already (one per caller at most).
+  EXPECT_LE(s.side_samples, 4u);
   const uint64_t timed = s.timed_calls;
   // From now on its calls are sampled for the measuring thread.
   EXPECT_TRUE(WaitFor([&] {
