@@ -14,7 +14,8 @@
 //   arenarpc::ObjectPoolStats s = pool.Stats();  // one lock, no walk
 //   pool.Trim();                     // gives fully free blocks back to the OS
 //
-//   // In arenarpc::PrometheusText() (arenarpc/metrics.h):
+//   // In arenarpc::PrometheusText():
+//   #include "arenarpc/metrics.h"
 //   arenarpc::RegisterObjectPoolStats("my.Request", &pool);
 //
 // Design. Objects live in blocks (256 KiB by default) mapped from the OS and

@@ -8,13 +8,16 @@
 //       "routeguide.RouteGuide/RecordRoute", arenarpc::AllocationMode::kAuto);
 //
 //   // Sync API (gRPC's route_guide), client-streaming: one line changes.
-//   grpc::Status RecordRoute(grpc::ServerContext*,
-//                            grpc::ServerReader<Point>* reader,
-//                            RouteSummary* summary) override {
-//     arenarpc::StreamMessages<Point> points = record.Requests();
-//     while (reader->Read(points.Next())) Visit(*points);   // was &point
-//     ...
-//   }
+//   class RouteGuideImpl final : public RouteGuide::Service {
+//     grpc::Status RecordRoute(grpc::ServerContext*,
+//                              grpc::ServerReader<Point>* reader,
+//                              RouteSummary* summary) override {
+//       arenarpc::StreamMessages<Point> points = record.Requests();
+//       while (reader->Read(points.Next())) Visit(*points);   // was &point
+//       ...
+//       return grpc::Status::OK;
+//     }
+//   };
 //   // Server-streaming writes the same way:
 //   //   auto out = method.Responses();
 //   //   Feature* f = out.Next(); Fill(f); writer->Write(*f);
