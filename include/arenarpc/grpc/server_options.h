@@ -75,7 +75,7 @@ namespace arenarpc {
 //    so no one thread's window covers the parse; a clock over part of the
 //    call would not see what the modes differ in.
 //
-// Memory (issue 25): what learning leaves behind is given back, so that a
+// Memory: what learning leaves behind is given back, so that a
 // learning method does not hold every mode's memory at once (reuse's
 // instances, arena's cached pages and the heap a heap call grows). When
 // calls stop running in a mode (the lead moves them, the mode is dropped),
