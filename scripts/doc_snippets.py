@@ -189,7 +189,9 @@ def main(argv):
             os.remove(os.path.join(out_dir, old))
     files, missing = {}, []
 
-    docs = ["README.md"]
+    docs = ["README.md"] + sorted(
+        os.path.join("docs", n) for n in os.listdir(os.path.join(ROOT, "docs"))
+        if n.endswith(".md"))
     for doc in docs:
         for no, code in markdown_snippets(os.path.join(ROOT, doc)):
             name = re.sub(r"\W", "_", f"{doc[:-3]}_{no}")
