@@ -45,7 +45,7 @@
 //          leave the clearing to gRPC's parse, as gRPC's loop does: until
 //          a Read fills it, the message still holds the previous one
 //          (clearing it at Next() as well cost small streams 5-9 %,
-//          docs/GRPC.md "Streaming benchmark"); Responses() are cleared;
+//          docs/DESIGN_NOTES.md "Streaming"); Responses() are cleared;
 //   arena  each message on its own pooled ScopedArena, released at the next
 //          Next(): one arena's pages reused message after message (a single
 //          arena message parsed into again would grow: what Clear() drops
