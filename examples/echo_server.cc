@@ -12,7 +12,7 @@
 //   arenarpc_echo_server --mode=heap --shadow_sample_one_in=100
 //       --capture_dir=/tmp/echo-samples
 //
-// Overload and idle memory (docs/RELIABILITY.md): at most
+// Overload and idle memory (docs/OPERATE.md): at most
 // --max_concurrent_streams calls per connection, gRPC's buffers under
 // --resource_quota_mb, pooled memory under --max_pooled_mb (then heap
 // messages), and after --idle_trim_ms without calls the pools and the heap
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
       absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port)),
       grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_bytes));
-  // Overload (docs/RELIABILITY.md): a bounded number of calls per
+  // Overload (docs/OPERATE.md): a bounded number of calls per
   // connection, and a bound on gRPC's own buffers.
   if (absl::GetFlag(FLAGS_max_concurrent_streams) > 0) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,

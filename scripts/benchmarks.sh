@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates every figure in docs/ (see docs/BENCHMARKS.md). Takes about
+# Regenerates every figure in docs/ (see docs/MEASURE.md). Takes about
 # 80 minutes on 2 cores; run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,7 +3,10 @@
   1. every file under docs/raw/ that git tracks is named in FIGURES.md (as
      `raw/<path>`, by its file name alone, in a brace list such as
      `fuzz_{a,b}.txt`, or by its folder as `raw/<folder>/`);
-  2. every `raw/...` path FIGURES.md names exists.
+  2. every `raw/...` path FIGURES.md names exists;
+  3. every relative link of README.md and docs/*.md (`[x](path#anchor)`)
+     and every `raw/...` path they cite points at a file that exists, and
+     each `#anchor` at a heading of that file.
 Exits 1 naming what is missing. Run by ctest (figures_index).
 """
 import fnmatch
@@ -22,6 +25,47 @@ def expand(token):
     parts = re.split(r"(\{[^{}]*\})", token)
     choices = [p[1:-1].split(",") if p.startswith("{") else [p] for p in parts]
     return ["".join(c) for c in itertools.product(*choices)]
+
+
+def slug(heading):
+    """GitHub's anchor for a markdown heading."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path):
+    with open(path, encoding="utf-8") as f:
+        return {slug(m.group(1)) for m in re.finditer(r"^#+ (.*)$", f.read(), re.M)}
+
+
+def check_links():
+    """Relative links and cited kept outputs of README.md and docs/*.md."""
+    docs = [os.path.join(ROOT, "README.md")] + sorted(
+        os.path.join(ROOT, "docs", n) for n in os.listdir(os.path.join(ROOT, "docs"))
+        if n.endswith(".md"))
+    problems = []
+    for doc in docs:
+        base = os.path.dirname(doc)
+        name = os.path.relpath(doc, ROOT)
+        with open(doc, encoding="utf-8") as f:
+            text = f.read()
+        text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            full = os.path.normpath(os.path.join(base, path)) if path else doc
+            if not os.path.exists(full):
+                problems.append(f"{name}: link to a missing file: {target}")
+            elif anchor and full.endswith(".md") and anchor not in anchors(full):
+                problems.append(f"{name}: link to a missing heading: {target}")
+        for token in re.findall(r"(?<![\w/])(?:docs/)?raw/[A-Za-z0-9_./{},-]+", text):
+            rel = token.split("raw/", 1)[1].rstrip(".,")
+            for one in expand(rel):
+                if not os.path.exists(os.path.join(RAW, one)):
+                    problems.append(f"{name}: cites a missing kept output: raw/{one}")
+    return problems
 
 
 def main():
@@ -56,6 +100,7 @@ def main():
             continue
         if not os.path.exists(os.path.join(RAW, rel)):
             problems.append(f"FIGURES.md names a missing file: docs/raw/{rel}")
+    problems += check_links()
     for p in problems:
         print(p)
     print(f"check_figures: {len(tracked)} kept files, {len(problems)} problem(s)")

@@ -6,7 +6,7 @@
 # directory), each harness's final stats line and executions go to
 # $2/fuzz_<harness>.txt.
 #   scripts/fuzz.sh 60                          # scripts/test.sh, leg "fuzz"
-#   scripts/fuzz.sh 600 docs/raw/reliability    # docs/RELIABILITY.md 3
+#   scripts/fuzz.sh 600 docs/raw/reliability    # docs/MEASURE.md, "Reliability"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"

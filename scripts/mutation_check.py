@@ -8,7 +8,7 @@ file, and append CAUGHT (the tests failed) or MISSED to a results file.
 
 OLD must occur exactly once in FILE. The file is restored even when the
 build fails (reported as BUILD FAILED, not counted). Kept results:
-docs/raw/mutations_issue27.txt.
+docs/raw/mutations.txt.
 """
 import argparse
 import os

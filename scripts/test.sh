@@ -5,7 +5,7 @@
 # (the tsa leg: builds, runs nothing), then unit tests under ASan+UBSan
 # (Debug, debug checks on), then the concurrency tests under TSan (the core,
 # and the gRPC adapters without a gRPC runtime: Debian's gRPC is not
-# TSan-instrumented, see docs/GRPC.md), then the core against protobuf 35.1
+# TSan-instrumented, see docs/MEASURE.md), then the core against protobuf 35.1
 # under ASan (see the end; skipped, and said so, when pip cannot fetch its
 # sources).
 # Installs what it needs first. The release leg builds everything (library,

@@ -18,8 +18,9 @@
 
 // Each load of the plugin leaks its copy's process-wide bookkeeping (the
 // never-destroyed Default() pools and registries, a few KiB of heap; no
-// pages once trimmed): docs/RELIABILITY.md 7. LeakSanitizer would report it
-// at exit; ARENARPC_PLUGIN_LEAK_REPORT=1 shows it (the kept figure).
+// pages once trimmed): docs/OPERATE.md, "Threads and plugins". LeakSanitizer
+// would report it at exit; ARENARPC_PLUGIN_LEAK_REPORT=1 shows it (the kept
+// figure).
 extern "C" int __lsan_is_turned_off() {
   return std::getenv("ARENARPC_PLUGIN_LEAK_REPORT") == nullptr;
 }

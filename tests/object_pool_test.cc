@@ -206,8 +206,8 @@ TEST(ObjectPoolTest, MagazineAllocationFailureLeavesNoAliasedMagazines) {
 }
 
 // A depot drained and filled again reuses the magazines it emptied: the
-// refill takes none from the heap (issue 29: freeing and re-allocating them
-// every cycle made glibc trim and re-fault its per-thread arenas). Trim()
+// refill takes none from the heap (freeing and re-allocating them every
+// cycle made glibc trim and re-fault its per-thread arenas). Trim()
 // frees them.
 TEST(ObjectPoolTest, DrainedMagazinesAreKeptForTheNextRefill) {
   ObjectPoolOptions o;

@@ -1,7 +1,7 @@
 // Thread churn: waves of short-lived threads using arenas, a message pool
 // and object pools leave every pool gauge as the first waves left it
-// (docs/RELIABILITY.md section 5; bench/reliability/churn_bench.cc runs
-// 1,000 threads x 10 waves with RSS).
+// (docs/OPERATE.md, "Threads and plugins"; bench/reliability/churn_bench.cc
+// runs 1,000 threads x 10 waves with RSS).
 #include <gtest/gtest.h>
 
 #include <string>

@@ -1,5 +1,5 @@
 // Memory held by idle thread caches after a burst, with and without a timer
-// calling PagePool::ReleaseIdleCaches (docs/RELIABILITY.md 7).
+// calling PagePool::ReleaseIdleCaches (docs/OPERATE.md, "Threads and plugins").
 //
 //   idle_caches_bench [--threads=16] [--idle_ms=500] [--period_ms=250]
 //

@@ -113,7 +113,7 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
                                         preload)
     call = svc["method"].lstrip("/").replace("/", ".")
     # Every configuration gets the same warm-up: auto's learning is part of
-    # what it costs (--auto_warmup gives it more, as runs before issue 25 did).
+    # what it costs (--auto_warmup gives it more, as runs of the older learner did).
     warmup = max(args.warmup, args.auto_warmup_calls / rps) if config.startswith("auto") else args.warmup
 
     def ghz(seconds, out_json):

@@ -1,8 +1,8 @@
 // The corpus server's memory trace (--memory_trace_ms): one line per period
 // with the process's RSS next to what each part of arenarpc holds and what
-// kAuto's learner is doing, so a peak can be explained (issue 25: auto's
-// peak RSS against the mode it settles on; docs/BENCHMARKS.md, "Where
-// auto's peak RSS came from").
+// kAuto's learner is doing, so a peak can be explained (auto's
+// peak RSS against the mode it settles on; docs/DESIGN_NOTES.md, "Memory
+// while learning").
 //
 //   arenarpc::corpus::StartMemoryTrace(50, "/tmp/trace.txt");
 //

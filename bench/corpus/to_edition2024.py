@@ -2,7 +2,7 @@
 """Rewrites proto3 files as edition 2024 with the same meaning, so that their
 string fields become `string_type = VIEW` (edition 2024's default) and
 protoc's experimental_cpp_micro_string option can put their bytes on the
-arena. Used only to measure MicroString on the corpus (docs/ARENAS.md); the
+arena. Used only to measure MicroString on the corpus (docs/PROTOBUF_VERSIONS.md); the
 corpus itself stays as its authors wrote it.
 
   to_edition2024.py SRC_DIR OUT_DIR

@@ -11,7 +11,7 @@ flight, heap vs ScopedArena vs naive Clear-and-reuse vs MessagePool.
 Part 2 (shape=envelope): the same requests wrapped in a proto3 field without
 has-bit (the reuse trap), incl. naive reuse on long-lived arenas.
 
---builds compares protobuf builds instead (issue 25): reuse (pool and its
+--builds compares protobuf builds instead: reuse (pool and its
 variants) against a fresh arena per use (scoped) on each build, both shapes,
 rounds interleaved, medians; writes summary.md and rounds.jsonl to --out:
 

@@ -12,7 +12,8 @@
 //            the same as pool on protobuf before v22)
 //   pool_inplace  MessagePool without large_inputs_on_arena: inputs above
 //            the growth bound go into the (heap) instance, which is then
-//            evicted (MessagePool before issue 25; pool on 3.21 is alike)
+//            evicted (MessagePool before large inputs went on an arena;
+//            pool on 3.21 is alike)
 //   arena_naive  like naive, each message on its own long-lived protobuf
 //            Arena (shows why MessagePool keeps instances on the heap)
 //

@@ -38,7 +38,7 @@ def variants(bench, before, before_name="before"):
         "instance-256": (bench, ["--alloc=pool-instance", "--magazine=256"]),
         "instance-4096": (bench, ["--alloc=pool-instance", "--magazine=4096"]),
         "instance-131072": (bench, ["--alloc=pool-instance", "--magazine=131072"]),
-        # Issue 29, the 2-thread gap: each thread's warm-up carved alone (its
+        # The 2-thread gap: each thread's warm-up carved alone (its
         # objects contiguous, not interleaved with the other thread's);
         # spare magazines kept instead of freed and re-made every round; one
         # depot shard for all threads (contention made worse on purpose).

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Where a server's memory is after a burst (docs/RELIABILITY.md section 1):
+"""Where a server's memory is after a burst (docs/OPERATE.md, "Memory"):
 a diagnostic, not a benchmark. For each build and mode: the echo server as
 shipped, a fixed-rate burst with 1 s deadlines (arenarpc_reliability_load),
 then idle; at the end serve_load.py's --inspect view (arenarpc's gauges,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Thread churn (docs/RELIABILITY.md section 5): 1,000 short-lived threads
+# Thread churn (docs/OPERATE.md, "Threads and plugins"): 1,000 short-lived threads
 # per wave using arenas, message pools and object pools, 10 waves; then 40
 # waves to show where RSS levels off. Builds Release first. Writes
 # docs/raw/reliability/churn.txt. Exit status: the 10-wave run's verdict.

@@ -1,4 +1,4 @@
-// arenarpc_churn_bench: thread churn (docs/RELIABILITY.md section 5).
+// arenarpc_churn_bench: thread churn (docs/OPERATE.md, "Threads and plugins").
 // --waves waves of --threads short-lived threads, each using two arenas,
 // two pooled messages and objects from ObjectPool<T>::Default() and an
 // instance (bench/reliability/churn_workload.h), all alive at once, then

@@ -1,6 +1,6 @@
-// Thread churn (docs/RELIABILITY.md section 5): waves of short-lived threads
-// that each use arenas, a message pool and object pools, then exit. Shared by
-// tests/thread_churn_test.cc (few threads) and bench/reliability/
+// Thread churn (docs/OPERATE.md, "Threads and plugins"): waves of short-lived
+// threads that each use arenas, a message pool and object pools, then exit.
+// Shared by tests/thread_churn_test.cc (few threads) and bench/reliability/
 // churn_bench.cc (1,000 threads x 10 waves, with RSS).
 //
 //   arenarpc::churn::Pools pools(&prototype);       // a filled message

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Section 2 of docs/RELIABILITY.md: the allocation-failure tests (OS mappings
+# docs/OPERATE.md, "When memory runs out": the allocation-failure tests (OS mappings
 # and heap allocations refused 1 in N; a gRPC server whose page pool gets no
 # pages) in the ASan+UBSan build; their output, with the figures they print,
 # goes to docs/raw/reliability/faults.txt.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The "one failed call" question (docs/RELIABILITY.md section 1): for ghz
+"""The "one failed call" question (docs/DESIGN_NOTES.md, "The benchmark's failed calls"): for ghz
 JSON reports written by bench/rpc/rpc_bench.py, every non-OK call by error text,
 when it ended relative to the run's end, and how rpc_bench counts it.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Parts 6 (misuse) and 8 (silent fallbacks made loud) of docs/RELIABILITY.md:
+# Misuse and silent fallbacks made loud (docs/DESIGN.md, "Misuse"):
 # runs the death tests and the fallback tests in the ASan+UBSan debug build
 # and keeps their results in docs/raw/reliability/misuse_asan.txt.
 # BUILD_DIR overrides the build directory (default build/asan).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Overload (docs/RELIABILITY.md section 1): each mode's echo server as
+# Overload (docs/OPERATE.md, "Overload"): each mode's echo server as
 # shipped; its capacity measured (10 s closed loop), then 60 s at 3x that
 # with skewed sizes and 1 s deadlines, then 30 s idle. Builds Release first.
 # Writes docs/raw/reliability/overload*.txt, docs/reliability_overload_rss.png.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every reliability part (docs/RELIABILITY.md) that is not a unit test:
+# Runs every reliability part (docs/MEASURE.md, "Reliability") that is not a unit test:
 # each part is bench/reliability/<part>.sh, writing its kept output under
 # docs/raw/reliability/, and part "fuzz" is every libFuzzer harness for
 # 10 min (scripts/fuzz.sh; ARENARPC_FUZZ_SECONDS overrides). Usage:

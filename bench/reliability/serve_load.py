@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Overload and soak runs of arenarpc_echo_server as shipped (docs/RELIABILITY.md
-sections 1 and 4), driven by arenarpc_reliability_load (bench/reliability/
+"""Overload and soak runs of arenarpc_echo_server as shipped (docs/OPERATE.md
+"Overload", docs/MEASURE.md "Reliability"), driven by arenarpc_reliability_load (bench/reliability/
 load_client.cc: deadlines, skewed sizes, every call's status counted).
 
   serve_load.py overload [--modes heap,arena,reuse,auto] [--burst 60] [--idle 30]
@@ -332,7 +332,7 @@ def overload(a):
 
 
 def bound_mib(a, sizes):
-    """Server memory bound from the shipped options (docs/RELIABILITY.md s.1)."""
+    """Server memory bound from the shipped options (docs/OPERATE.md, "Memory")."""
     big = max(sizes, key=lambda s: int(s["bytes"]))
     wire = int(big["bytes"]) / 2**20
     parsed = int(big["space_used"]) / 2**20

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak (docs/RELIABILITY.md section 4): each mode's echo server as shipped,
+# Soak (docs/MEASURE.md, "Reliability"): each mode's echo server as shipped,
 # 10 minutes at a fixed rate with skewed sizes; RSS flat after warm-up, zero
 # errors, p99 first vs last minute, RSS plot. Builds Release first.
 # Usage: soak.sh [minutes (default 10)]   writes docs/raw/reliability/soak*.txt

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Part 7 (threads and libraries), docs/RELIABILITY.md: the fast-path cost of
+# Threads and libraries (docs/DESIGN_NOTES.md, "Threads"): the fast-path cost of
 # (a) the per-cache busy flag that lets PagePool::ReleaseIdleCaches empty
 # another thread's cache and (b) dropping forced initial-exec TLS, measured
 # against a build of BASE (default b806c03, before both). Writes

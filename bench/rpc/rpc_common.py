@@ -21,7 +21,7 @@ HZ = os.sysconf("SC_CLK_TCK")
 # ghz's client-side errors for calls in flight when it closes its connections
 # at --duration. "transport is closing" is grpc-go's ErrConnClosing: a call
 # still sending its request (or just starting) when its own connection
-# closed; it was the "one failed call" now and then (docs/RELIABILITY.md 1).
+# closed; it was the "one failed call" now and then (docs/DESIGN_NOTES.md, "The benchmark's failed calls").
 CUT_AT_END = ("use of closed network connection", "context canceled",
               "the client connection is closing", "transport is closing")
 

@@ -18,7 +18,7 @@
 // allocator) then gets fresh pages from the kernel for its receive buffers
 // call after call: page faults and page clearing under the copy of the
 // received bytes were a large share of the client's CPU per call in the
-// corpus (docs/BENCHMARKS.md section 0d). TuneGlibcMalloc applies, with
+// corpus (docs/MEASURE.md, "Clients"). TuneGlibcMalloc applies, with
 // mallopt,
 //   M_MMAP_THRESHOLD = options.mmap_threshold  (default 32 MiB: blocks up
 //                      to it come from the heap and are reused after free)
@@ -34,7 +34,7 @@
 // heap with small ones, so a long-lived small block can pin a large freed
 // range. malloc_trim(0) gives back what is free (the servers' idle
 // trimming, arenarpc/grpc/server_options.h IdleTrimOptions, calls it). The
-// client's peak RSS with and without it, measured: docs/BENCHMARKS.md 0d.
+// client's peak RSS with and without it, measured: docs/MEASURE.md, "Clients".
 //
 // Clients gain the most (large responses: gRPC's receive buffers); servers
 // much less (BENCHMARKS 0d: a server's arenarpc mode already keeps its

@@ -7,6 +7,7 @@
 //   // ~MonotonicPageResource (or release()) returns every page at once.
 //
 //   // Next to protobuf messages: the same pages as the messages.
+//   #include "arenarpc/arena.h"
 //   arenarpc::ScopedArena arena;
 //   std::pmr::vector<int> ids(arena.memory_resource());
 //

@@ -23,7 +23,7 @@
 // fields without has-bit, oneof members, map entries; ReuseLimit() names the
 // first): on the real services of bench/corpus, clearing such a message
 // and parsing into it again took 1.5-1.9x a fresh arena's time in-process
-// (5.2x on HoraeDB; docs/MESSAGE_POOL.md, kept output
+// (5.2x on HoraeDB; docs/MODES.md, kept output
 // docs/raw/corpus/inprocess.md), since Clear() walks the message and the
 // dropped parts are allocated again anyway. So by default a
 // pool of such a type does not Clear(): each use gets a fresh arena (the

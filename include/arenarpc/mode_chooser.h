@@ -1,6 +1,7 @@
 // Picks the cheapest mode from a stream of measured costs, with hysteresis:
 // the deciding half of AllocationMode::kAuto.
 //
+//   arenarpc::CostProbe probe(&MyRequest::default_instance());
 //   arenarpc::ModeChooser chooser;                 // starts on kArena
 //   chooser.Observe(probe.Measure(wire));          // per sampled message
 //   arenarpc::AllocationMode m = chooser.current();

@@ -14,7 +14,8 @@
 //   arenarpc::ObjectPoolStats s = pool.Stats();  // one lock, no walk
 //   pool.Trim();                     // gives fully free blocks back to the OS
 //
-//   // In arenarpc::PrometheusText() (arenarpc/metrics.h):
+//   // In arenarpc::PrometheusText():
+//   #include "arenarpc/metrics.h"
 //   arenarpc::RegisterObjectPoolStats("my.Request", &pool);
 //
 // Design. Objects live in blocks (256 KiB by default) mapped from the OS and
@@ -27,7 +28,7 @@
 // empty (full), a thread swaps a whole magazine with its home shard of a
 // global depot under a short lock, once per 256 operations; an empty home
 // shard steals from the others, and only when the whole depot is empty is a
-// new batch carved from the newest block. See docs/OBJECT_POOL.md for
+// new batch carved from the newest block. See docs/DESIGN.md ("Objects") for
 // measurements against malloc implementations.
 //
 // Default() vs instances. Default()'s thread caches are a `thread_local` per
@@ -242,8 +243,9 @@ class ObjectPool {
   // address once per loop and accesses the cache as `offset(%reg)` instead
   // of `%fs:offset`. Each operation stores the stack pointer the next one
   // loads; on AMD Zen 4 that chain measured cheaper with the register form
-  // (memory renaming, by inference: docs/OBJECT_POOL.md, "Fast path
-  // addressing"). Elsewhere it costs nothing: the address is hoisted.
+  // (memory renaming, by inference: docs/DESIGN_NOTES.md, "ObjectPool:
+  // what closes the gap to the floor"). Elsewhere it costs nothing: the address
+  // is hoisted.
   static internal::ThreadCache* DefaultCache() {
     internal::ThreadCache* c = &default_cache_;
 #if defined(__GNUC__)

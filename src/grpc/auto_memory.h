@@ -1,4 +1,4 @@
-// kAuto's memory (issue 25): what a mode keeps between calls is given back
+// kAuto's memory: what a mode keeps between calls is given back
 // once kAuto stops running calls in it, so learning does not leave the
 // process holding every mode's memory at once (AutoOptions in
 // arenarpc/grpc/server_options.h says what and what it costs). Used by

@@ -1,5 +1,5 @@
 // What the sync adapter relies on in gRPC, checked when this file compiles
-// (docs/GRPC.md, "Sync services: the mechanism"): a gRPC that differs
+// (docs/DESIGN.md, "Sync services: the handler swap"): a gRPC that differs
 // fails the build here, with a message, rather than misbehaving.
 #include <grpcpp/impl/rpc_service_method.h>
 #include <grpcpp/impl/service_type.h>

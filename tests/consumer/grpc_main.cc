@@ -42,7 +42,7 @@ class Orders final : public OrderService::CallbackService {
 
 int main() {
   Orders service;
-  // The one line per service (docs/GRPC.md).
+  // The one line per service (docs/ADOPT.md).
   const arenarpc::InstallResult installed =
       acme::orders::v1::InstallOrderServiceAllocators(
           &service, arenarpc::AllocationMode::kArena);

@@ -1,12 +1,13 @@
 // arenarpc::grpc's own thread-safety, under TSan, without a gRPC server.
 // Debian's libgrpc is not TSan-instrumented, so no test that runs gRPC can
-// run under TSan (docs/GRPC.md, "TSan"). The allocators, holders, stats and
-// stream arenas are plain C++ that gRPC drives from its threads; here the
-// test plays gRPC's part: holders made on some threads and freed/released on
-// others (as when Finish() runs on a timer thread), a metrics thread scraping
-// stats and the Prometheus text meanwhile, and a stream's messages made on
-// one thread and dropped on another. Messages are map-free (Record): Debian's
-// libprotobuf crashes under TSan when an arena destroys a map field.
+// run under TSan (docs/DESIGN_NOTES.md, "TSan and gRPC"). The allocators,
+// holders, stats and stream arenas are plain C++ that gRPC drives from its
+// threads; here the test plays gRPC's part: holders made on some threads and
+// freed/released on others (as when Finish() runs on a timer thread), a metrics
+// thread scraping stats and the Prometheus text meanwhile, and a stream's
+// messages made on one thread and dropped on another. Messages are map-free
+// (Record): Debian's libprotobuf crashes under TSan when an arena destroys a
+// map field.
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -336,7 +336,8 @@ TEST(StreamArenaTest, TotalsAreExported) {
             before.streams_created + 1);
 }
 
-// The names before issue 15 still compile and do the same, for one release.
+// StreamArena's old names (Make, GetStats) still compile and do the same,
+// for one release.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 TEST(StreamArenaTest, DeprecatedNamesStillWork) {

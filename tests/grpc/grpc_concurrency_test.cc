@@ -1,6 +1,7 @@
 // 64 concurrent clients (each its own channel and connection) against one
 // server, a few thousand verified calls per allocation mode. ASan build
-// only: Debian's gRPC makes TSan runs impossible (docs/GRPC.md, "TSan").
+// only: Debian's gRPC makes TSan runs impossible (docs/DESIGN_NOTES.md, "TSan
+// and gRPC").
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 

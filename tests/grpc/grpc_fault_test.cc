@@ -2,8 +2,8 @@
 // page the page pool asks for, calls in every mode still get their full,
 // correct answer (arenas take heap blocks, counted in
 // ArenaStats::blocks_from_heap_fallback); the server keeps serving and every
-// call's messages go back. docs/RELIABILITY.md, section 2, says why no call
-// is failed with RESOURCE_EXHAUSTED.
+// call's messages go back. docs/OPERATE.md, "When memory runs out", says why no
+// call is failed with RESOURCE_EXHAUSTED.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// The names issue 28 deprecated keep working for one release: each reaches
-// the same process-wide object as the name that replaces it
-// (docs/CONTRIBUTING.md, "Names").
+// The deprecated names (SharedMessagePool, GetMessageAllocator) keep
+// working for one release: each reaches the same process-wide object as the
+// name that replaces it (docs/CONTRIBUTING.md, "Names").
 #include <gtest/gtest.h>
 
 #include "arenarpc/grpc/allocation_mode.h"  // deprecated: kill_switch.h

@@ -1,7 +1,7 @@
 // Minimal reproduction: plain gRPC (no arenarpc code) under gcc TSan with
 // Debian 12's uninstrumented libgrpc/libabsl reports data races inside
-// those libraries. See docs/GRPC.md, "TSan". Built (target tsan_grpc_repro)
-// but not a test: under TSan it is expected to fail.
+// those libraries. See docs/DESIGN_NOTES.md, "TSan and gRPC". Built (target
+// tsan_grpc_repro) but not a test: under TSan it is expected to fail.
 //
 //   cmake -S . -B build/tsan -G Ninja -DARENARPC_SANITIZE=thread
 //   cmake --build build/tsan --target tsan_grpc_repro

@@ -76,9 +76,9 @@ PLUGIN_EXPORT int arenarpc_plugin_work_on_threads(int threads, int iterations) {
 }
 
 // Before dlclose: gives the plugin's process-wide pools' cached memory
-// back. Their bookkeeping is never freed (see docs/RELIABILITY.md 7).
-// On a thread of its own: a thread that used the plugin's arenarpc (here:
-// pages of destroyed arenas land in its cache) keeps the plugin mapped
+// back. Their bookkeeping is never freed (see docs/OPERATE.md, "Threads and
+// plugins"). On a thread of its own: a thread that used the plugin's arenarpc
+// (here: pages of destroyed arenas land in its cache) keeps the plugin mapped
 // until it exits.
 PLUGIN_EXPORT void arenarpc_plugin_trim() {
   std::thread([] {

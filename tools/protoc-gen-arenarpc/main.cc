@@ -15,7 +15,7 @@
 //   protoc --plugin=protoc-gen-arenarpc=path/to/protoc-gen-arenarpc
 //          --arenarpc_out=OUT_DIR foo.proto      (one command line)
 //
-// Why a plugin rather than a template: docs/GRPC.md ("Plugin vs. template").
+// Why a plugin rather than a template: docs/DESIGN_NOTES.md.
 #include <google/protobuf/compiler/code_generator.h>
 #include <google/protobuf/compiler/plugin.h>
 #include <google/protobuf/descriptor.h>

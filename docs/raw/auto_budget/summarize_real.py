@@ -1,4 +1,4 @@
-"""Summarizes a corpus_rpc.py run for issue 25's learner comparison: auto
+"""Summarizes a corpus_rpc.py run for the learners' comparison: auto
 learning on a side thread (auto) and on the real calls (auto+real) against
 the best fixed mode and plain, side by side in one run."""
 import json, re, sys
@@ -29,7 +29,7 @@ for n in names:
     for a in autos:
         s = [l for l in by[(n, a)]["auto_log"] if l.startswith("settle:")]
         txt = "; ".join(re.sub(r"^settle: \S+ ", "", l) for l in s)
-        # Timed calls lost to a thread change (callback API, issue 25).
+        # Timed calls lost to a thread change (callback API).
         lost = [re.search(r"(\d+) timed calls, (\d+) lost", l) for l in s]
         lost = [f"{int(m[2]) / max(int(m[1]) + int(m[2]), 1):.1%}" for m in lost if m]
         if lost:

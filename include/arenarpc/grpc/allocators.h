@@ -3,8 +3,8 @@
 // reused from pools, or as kAuto picks. An install (arenarpc/grpc/install.h)
 // chooses among them from ServerOptions (arenarpc/grpc/server_options.h);
 // use them directly only where gRPC takes an allocator and no install
-// applies. Why it works this way: docs/GRPC.md, "Server allocators: design
-// notes".
+// applies. Why it works this way: docs/DESIGN.md, "gRPC: the server
+// allocators".
 //
 //   // The process-wide allocator of a mode, kill switch applied:
 //   service.SetMessageAllocatorFor_Echo(

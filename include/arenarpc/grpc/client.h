@@ -13,17 +13,21 @@
 //   // Reuse instead of an arena:
 //   static arenarpc::MessagePool<EchoRequest> requests;
 //   static arenarpc::MessagePool<EchoResponse> responses;
-//   arenarpc::ClientCall<EchoRequest, EchoResponse> call(requests, responses);
+//   arenarpc::ClientCall<EchoRequest, EchoResponse> reused(requests,
+//                                                          responses);
 //
 //   // Blocking calls need no Then(): the scope frees everything when it ends.
-//   grpc::Status s = stub->Echo(call.context(), *call.request(),
-//   call.response());
+//   arenarpc::ClientCall<EchoRequest, EchoResponse> blocking;
+//   grpc::Status s = stub->Echo(blocking.context(), *blocking.request(),
+//                               blocking.response());
 //
 //   // Async stubs (completion queue): keep the scope until Finish's tag;
 //   // gRPC serializes the request at once and parses the response in place.
-//   auto rpc = stub->PrepareAsyncEcho(call.context(), *call.request(), &cq);
+//   arenarpc::ClientCall<EchoRequest, EchoResponse> queued;
+//   auto rpc = stub->PrepareAsyncEcho(queued.context(), *queued.request(),
+//                                     &cq);
 //   rpc->StartCall();
-//   rpc->Finish(call.response(), &status, tag);
+//   rpc->Finish(queued.response(), &status, tag);
 //
 // gRPC requires the context, request and response of a callback call to
 // stay valid until its callback has run; Then() moves their ownership into

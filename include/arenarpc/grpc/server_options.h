@@ -75,7 +75,7 @@ namespace arenarpc {
 //    so no one thread's window covers the parse; a clock over part of the
 //    call would not see what the modes differ in.
 //
-// Memory (issue 25): what learning leaves behind is given back, so that a
+// Memory: what learning leaves behind is given back, so that a
 // learning method does not hold every mode's memory at once (reuse's
 // instances, arena's cached pages and the heap a heap call grows). When
 // calls stop running in a mode (the lead moves them, the mode is dropped),
@@ -96,17 +96,17 @@ namespace arenarpc {
 // matters where they are within that much of the best), and since the
 // pools are process-wide, other methods' calls take again what a release
 // emptied.
-// Measured on the sync corpus: docs/BENCHMARKS.md, "Where auto's peak RSS
-// came from".
+// Measured on the sync corpus: docs/DESIGN_NOTES.md, "Memory while
+// learning".
 enum class AutoLearning { kSideThread, kRealCalls };
 
 // kRealCalls: confirming a close decision by the whole process's CPU. A
 // call's own thread does not see what a mode costs on gRPC's other threads:
 // on OTLP metrics the real calls timed reuse 4-5 % cheaper per call while
-// the process spent 5 % less with arena (docs/BENCHMARKS.md, "The
-// real-call learner again"). When a real-call decision settles with
-// another mode within `within` of the chosen one per byte, the method's
-// calls run in epochs, each all in one mode, the chosen mode A and its
+// the process spent 5 % less with arena (kept output:
+// docs/raw/auto_budget/quiet_sync/summary.md). When a real-call decision
+// settles with another mode within `within` of the chosen one per byte, the
+// method's calls run in epochs, each all in one mode, the chosen mode A and its
 // rival B in the order A B B A A B B A ... (drift cancels), each epoch's
 // cost the process's CPU over it per request byte of the method's calls
 // (per call on the callback API); after `pairs` pairs B is taken only if
@@ -125,7 +125,7 @@ enum class AutoLearning { kSideThread, kRealCalls };
 // Off by default (within = 0): on the sync corpus one epoch pair's log
 // ratio varied by 5-13 % (standard deviation), so 8 pairs left 7 of 8
 // confirmations inconclusive; taking a mode 5 % cheaper with 80 % power
-// needs about 6-40 pairs (docs/BENCHMARKS.md, "Confirming by the
+// needs about 6-40 pairs (docs/DESIGN_NOTES.md, "Confirming by the
 // process's CPU"). For a long-running server (unmeasured): within =
 // 0.15, pairs = 40.
 struct AutoConfirmOptions {
@@ -144,8 +144,8 @@ struct AutoOptions {
   // 0.3-4.1 %), CPU per call alike within the run's noise; on the callback
   // API the same logs in 86-129 calls (1.8-2.7 s), 0-10 % of timed calls
   // lost to a thread change on OTLP, while small calls at 1,000 calls/s
-  // lost 84-100 % and fell back to the side thread (docs/BENCHMARKS.md,
-  // "auto within its budget", "Real calls on the callback API").
+  // lost 84-100 % and fell back to the side thread (docs/MEASURE.md,
+  // "auto on the callback API").
   AutoLearning learn = AutoLearning::kRealCalls;
   AutoConfirmOptions confirm;  // per method
 };
@@ -162,7 +162,7 @@ struct AutoOptions {
 // page pool's depot (PagePool::Trim) and, with glibc, the process heap
 // (malloc_trim(0): free blocks in every arena and the main arena's top, not
 // the top of a thread arena, which glibc keeps up to its M_TRIM_THRESHOLD;
-// docs/RELIABILITY.md section 1). If the thread cannot start, there is no
+// docs/OPERATE.md, "Memory"). If the thread cannot start, there is no
 // trimming: GrpcStats::background_thread_failures.
 struct IdleTrimOptions {
   int idle_ms = 0;  // 0: off
@@ -181,7 +181,7 @@ struct ServerOptions {
   // heap messages (counted: GrpcStats::over_cap_heap_calls) and the depots
   // are trimmed at once, so pooled memory stops growing; calls are never
   // failed (a MessageAllocator cannot fail a call; to reject load, limit
-  // streams and memory in gRPC itself, see docs/RELIABILITY.md).
+  // streams and memory in gRPC itself, see docs/OPERATE.md).
   uint64_t max_pooled_bytes = 0;
 };
 

@@ -7,6 +7,7 @@
 //                                                  // arenarpc_advise
 //   r = mysvc::InstallMyServiceAllocators(&service, options);
 //   ...
+//   #include "arenarpc/grpc/stats.h"
 //   for (const auto& m : arenarpc::GetGrpcStats().shadow_methods) { ... }
 //
 // A random 1 in `sample_one_in` calls is measured as kAuto measures

@@ -8,13 +8,16 @@
 //       "routeguide.RouteGuide/RecordRoute", arenarpc::AllocationMode::kAuto);
 //
 //   // Sync API (gRPC's route_guide), client-streaming: one line changes.
-//   grpc::Status RecordRoute(grpc::ServerContext*,
-//                            grpc::ServerReader<Point>* reader,
-//                            RouteSummary* summary) override {
-//     arenarpc::StreamMessages<Point> points = record.Requests();
-//     while (reader->Read(points.Next())) Visit(*points);   // was &point
-//     ...
-//   }
+//   class RouteGuideImpl final : public RouteGuide::Service {
+//     grpc::Status RecordRoute(grpc::ServerContext*,
+//                              grpc::ServerReader<Point>* reader,
+//                              RouteSummary* summary) override {
+//       arenarpc::StreamMessages<Point> points = record.Requests();
+//       while (reader->Read(points.Next())) Visit(*points);   // was &point
+//       ...
+//       return grpc::Status::OK;
+//     }
+//   };
 //   // Server-streaming writes the same way:
 //   //   auto out = method.Responses();
 //   //   Feature* f = out.Next(); Fill(f); writer->Write(*f);
@@ -42,7 +45,7 @@
 //          leave the clearing to gRPC's parse, as gRPC's loop does: until
 //          a Read fills it, the message still holds the previous one
 //          (clearing it at Next() as well cost small streams 5-9 %,
-//          docs/GRPC.md "Streaming benchmark"); Responses() are cleared;
+//          docs/DESIGN_NOTES.md "Streaming"); Responses() are cleared;
 //   arena  each message on its own pooled ScopedArena, released at the next
 //          Next(): one arena's pages reused message after message (a single
 //          arena message parsed into again would grow: what Clear() drops

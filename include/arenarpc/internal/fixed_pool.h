@@ -238,7 +238,7 @@ class FixedPool final : private ThreadSlots::Owner {
   // drains the depot and fills it again (every thread allocating and then
   // freeing many objects) then reuses the same magazines instead of freeing
   // them to the heap and allocating them again each time: that churn made
-  // glibc trim and re-fault its per-thread arenas (docs/OBJECT_POOL.md,
+  // glibc trim and re-fault its per-thread arenas (docs/DESIGN_NOTES.md,
   // "The 2-thread gap"). Spares never exceed the magazines the shard
   // already held at its peak; Trim() frees them all.
   void FreeMagazineLocked(Shard& s, Magazine* m)

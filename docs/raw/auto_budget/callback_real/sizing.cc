@@ -1,6 +1,6 @@
 // Throwaway: what ByteSizeLong on a parsed request costs against parsing it
 // (heap message), per corpus service, thread CPU, min of 5 passes, on 20
-// generated requests of each service's mix (seed 1). Issue 25: what sizing
+// generated requests of each service's mix (seed 1). What sizing
 // a callback call's request at release costs. Built against a Release
 // build's corpus libraries:
 //   g++ -O3 -DNDEBUG -std=c++20 -Ibench/corpus -Ibuild/release/bench/corpus/gen

@@ -1,4 +1,4 @@
-"""Per-pair noise of issue 25's confirmations by process CPU, from the
+"""Per-pair noise of the confirmations by process CPU, from the
 corpus server's settle lines ("last rival/chosen R t T", 8 pairs each): the
 standard error of the mean log ratio is |ln R / T|, one pair's standard
 deviation that times sqrt(8), and the pairs a one-sided 5 % test needs to

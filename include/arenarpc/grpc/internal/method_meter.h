@@ -31,7 +31,8 @@ namespace arenarpc::internal {
 // of megabytes would go back into the call thread's glibc arena, at its top,
 // which malloc_trim(0) does not trim in thread arenas (only glibc's own
 // M_TRIM_THRESHOLD does, and glibc raises that up to 64 MiB once blocks
-// that large were freed). Measured: docs/RELIABILITY.md section 1.
+// that large were freed). Measured: docs/DESIGN_NOTES.md, "Memory after a
+// burst".
 //
 // Thread safety: one thread at a time. Lifetime: owns its bytes.
 class SampleBytes {

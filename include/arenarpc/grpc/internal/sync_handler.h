@@ -3,7 +3,7 @@
 // its API (sync, gRPC's thread pool); only its handler is swapped for one
 // that takes the call's messages from a grpc::MessageAllocator (the same
 // allocators, holders, stats and measuring as the callback API) and calls
-// the service's own virtual method. Why this way: docs/GRPC.md, "Sync
+// the service's own virtual method. Why this way: docs/DESIGN.md, "Sync
 // services: the mechanism". What it relies on in gRPC is checked when
 // src/grpc/sync_install.cc compiles. Not a public API.
 //
