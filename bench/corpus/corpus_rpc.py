@@ -275,7 +275,7 @@ def main():
     p.add_argument("--baseline_server", default="",
                    help="corpus server binary for the auto@baseline configuration")
     p.add_argument("--auto_warmup_calls", type=float, default=0,
-                   help="auto's warm-up lasts at least this many calls (300 before issue 25)")
+                   help="auto's warm-up lasts at least this many calls (300 in the older learner's runs)")
     args = p.parse_args()
     if args.smoke:
         args.rounds, args.duration, args.warmup = 1, 1, 0.5
