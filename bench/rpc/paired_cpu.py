@@ -6,11 +6,12 @@ and context switches over the measured window; per configuration the median
 over rounds and the median of its per-round ratios to the first one.
 
   flock /tmp/arenarpc-bench.lock /usr/bin/python3 bench/rpc/paired_cpu.py \\
-      --configs plain=none:sync,heap=heap:sync/plain,plain_cb=none:callback,heap_cb=heap:callback/plain_cb \\
-      --rounds 5 --out docs/raw/heap_mode/run.txt
+      --configs plain=none:sync,heap=heap:sync,plain_cb=none:callback,heap_cb=heap:callback \\
+      --ratio_to heap_cb=plain_cb --rounds 5 --out docs/raw/heap_mode/run.txt
 
-A configuration is name=mode:api[/baseline]; baseline names the
-configuration its ratio is to (default: the first); mode is the server's --mode (none: plain
+A configuration is name=mode:api[:build]; build: another build directory
+(e.g. the commit before a change, side by side); --ratio_to name=other sets
+the configuration a ratio is to (default: the first); mode is the server's --mode (none: plain
 gRPC), api is sync or callback (arenarpc_echo_server --api) or async
 (arenarpc_echo_async_server). The payload is arenarpc_echo_payload's
 (--scale, --seed), as bench/rpc/rpc_bench.py sends it.
@@ -54,6 +55,7 @@ def main():
     ap.add_argument("--rps", type=int, default=60)
     ap.add_argument("--scale", type=int, default=100)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--ratio_to", default="", help="name=baseline,...")
     ap.add_argument("--out", help="also write the report here")
     a = ap.parse_args()
     ghz = find_ghz()
@@ -61,22 +63,20 @@ def main():
     payload = os.path.join(tempfile.gettempdir(), f"arenarpc_paired_{os.getpid()}.bin")
     subprocess.run([os.path.join(examples, "arenarpc_echo_payload"), f"--scale={a.scale}",
                     f"--seed={a.seed}", f"--out={payload}"], check=True, capture_output=True)
-    configs, baseline = [], {}
-    for c in a.configs.split(","):
-        name, spec = c.split("=", 1)
-        spec, _, baseline[name] = spec.partition("/")
-        configs.append((name, spec))
+    configs = [c.split("=", 1) for c in a.configs.split(",")]
+    baseline = dict(r.split("=", 1) for r in a.ratio_to.split(",") if r)
     first = configs[0][0]
     rows = {name: [] for name, _ in configs}
     lines = [f"# {' '.join(sys.argv)}", f"load before: {open('/proc/loadavg').read().strip()}"]
     print(lines[-1], flush=True)
     for r in range(a.rounds):
         for name, spec in (configs if r % 2 == 0 else configs[::-1]):
-            mode, api = spec.split(":")
+            mode, api, build = (spec.split(":", 2) + [a.build])[:3]
+            bins = os.path.join(build, "examples")
             if api == "async":
-                server = start_server(os.path.join(examples, "arenarpc_echo_async_server"), mode, 1, [])
+                server = start_server(os.path.join(bins, "arenarpc_echo_async_server"), mode, 1, [])
             else:
-                server = start_server(os.path.join(examples, "arenarpc_echo_server"), mode, 1,
+                server = start_server(os.path.join(bins, "arenarpc_echo_server"), mode, 1,
                                       [f"--api={api}"])
             report = os.path.join(tempfile.gettempdir(), f"arenarpc_paired_{os.getpid()}.json")
 
@@ -112,7 +112,7 @@ def main():
                  "ratios) | per-round ratios | minor faults/call | ctx switches/call |")
     lines.append("|---|---:|---|---:|---|---:|---:|")
     for name, _ in configs:
-        base = baseline[name] or first
+        base = baseline.get(name, first)
         med = {k: statistics.median(x[k] for x in rows[name]) for k in ["cpu_us", "minflt", "ctxsw"]}
         ratios = [x["cpu_us"] / b["cpu_us"] for x, b in zip(rows[name], rows[base])]
         lines.append(f"| {name} | {med['cpu_us']:.0f} | {base} | {statistics.median(ratios):.3f} | "
