@@ -13,6 +13,11 @@
 //   pool_inplace  MessagePool without large_inputs_on_arena: inputs above
 //            the growth bound go into the (heap) instance, which is then
 //            evicted (MessagePool before issue 25; pool on 3.21 is alike)
+//   pool_protobuf  MessagePool, the caller parsing with protobuf's own
+//            ParseFromString on the pooled message (not ParseFrom()): the
+//            pool cannot see the input's size before the parse
+//   pool_protobuf_off  pool_protobuf with unrouted_fresh_returns = 0 (heap
+//            instances never turned off: the pool before that option)
 //   arena_naive  like naive, each message on its own long-lived protobuf
 //            Arena (shows why MessagePool keeps instances on the heap)
 //
@@ -41,7 +46,8 @@
 #include "trpc_bench.pb.h"
 
 ABSL_FLAG(std::string, mode, "pool",
-          "heap, scoped, naive, arena_naive, pool, pool_arena or pool_inplace");
+          "heap, scoped, naive, arena_naive, pool, pool_arena, pool_inplace, "
+          "pool_protobuf or pool_protobuf_off");
 ABSL_FLAG(std::string, shape, "request", "request or envelope");
 ABSL_FLAG(int, threads, 4, "worker threads");
 ABSL_FLAG(int, requests, 200000, "requests in total (all threads)");
@@ -50,6 +56,9 @@ ABSL_FLAG(int, large_docs, 2250, "docs in a large request (~2 MB)");
 ABSL_FLAG(double, large_fraction, 0.01, "fraction of large requests");
 ABSL_FLAG(int, sample_ms, 20, "RSS sampling period");
 ABSL_FLAG(int, inflight, 32, "requests alive at once per thread");
+ABSL_FLAG(bool, force_heap_instances, false,
+          "pool modes: heap instances on every protobuf version (as on v22+), "
+          "so the heap-instance paths can be measured on 3.21");
 
 namespace {
 
@@ -121,6 +130,7 @@ arenarpc::MessagePool<M>& Pool() {
     arenarpc::MessagePoolOptions o;
     o.arena_instances = mode == "pool_arena";
     o.large_inputs_on_arena = mode != "pool_inplace";
+    if (mode == "pool_protobuf_off") o.unrouted_fresh_returns = 0;
     return o;
   }());
   return pool;
@@ -176,9 +186,12 @@ int64_t Worker(const std::string& mode, int requests, int inflight,
     arena_bytes.fetch_add(bytes);
   } else if (mode.starts_with("pool")) {
     std::vector<arenarpc::PooledMessage<M>> ring(k);
+    const bool own_parse = mode.starts_with("pool_protobuf");
     for (int i = 0; i < requests; ++i) {
       auto m = Pool<M>().Acquire();
-      if (!m.ParseFrom(next())) std::abort();
+      if (!(own_parse ? m->ParseFromString(next()) : m.ParseFrom(next()))) {
+        std::abort();
+      }
       sum += Use(*m);
       ring[i % k] = std::move(m);
     }
@@ -193,6 +206,8 @@ int64_t Worker(const std::string& mode, int requests, int inflight,
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  arenarpc::internal::SetHeapInstancesForTest(
+      absl::GetFlag(FLAGS_force_heap_instances));
   const std::string mode = absl::GetFlag(FLAGS_mode);
   const std::string shape = absl::GetFlag(FLAGS_shape);
   const int threads = absl::GetFlag(FLAGS_threads);
@@ -272,6 +287,7 @@ int main(int argc, char** argv) {
         "\"evicted_by_guard\":%llu,\"rebuilt_garbage\":%llu,\"rebuilt_aged\":%"
         "llu,"
         "\"fresh_arena_returns\":%llu,\"large_on_arena\":%llu,"
+        "\"unrouted_large\":%llu,"
         "\"kept_percent\":%llu,"
         "\"dropped_idle\":%llu,\"idle\":%llu,"
         "\"bound_bytes\":%llu,\"retained_bytes\":%llu}",
@@ -281,6 +297,7 @@ int main(int argc, char** argv) {
         (unsigned long long)ps.rebuilt_aged,
         (unsigned long long)ps.fresh_arena_returns,
         (unsigned long long)ps.large_on_arena,
+        (unsigned long long)ps.unrouted_large,
         (unsigned long long)ps.kept_percent,
         (unsigned long long)ps.dropped_idle, (unsigned long long)ps.idle,
         (unsigned long long)ps.bound_bytes,

@@ -31,6 +31,12 @@ class SizeGuard {
   // call touches a shared histogram.
   void Observe(size_t size);
   size_t Bound() const { return bound_.load(std::memory_order_relaxed); }
+  // Before the first bound is computed from samples (Bound() is the hard
+  // cap until then).
+  bool Learning() const {
+    return samples_.load(std::memory_order_relaxed) < kFirstBoundSamples;
+  }
+  static constexpr uint32_t kFirstBoundSamples = 64;
 
  private:
   const double percentile_;
