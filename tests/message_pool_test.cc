@@ -604,6 +604,26 @@ TEST(MessagePoolTest, UnroutedLargeInputTurnsHeapInstancesOffForAWhile) {
   }
 }
 
+TEST(MessagePoolTest, HeapInstancesLearnTheirFirstBoundFromUnroutedUses) {
+  // Uses that do not go through ParseFrom() give no size: a heap-instance
+  // pool measures each until its guard has a bound (64 sizes), so that an
+  // input above it is seen from then on. Arena-instance pools sample.
+  auto [o, small_wire, big_wire] = MakeSkewedInputs(14);
+  o.hard_cap_bytes = size_t{8} << 20;  // the default: the bound until learned
+  for (const bool heap : {false, true}) {
+    internal::SetHeapInstancesForTest(heap);
+    MessagePool<test::Batch> pool(o);
+    internal::SetHeapInstancesForTest(false);
+    for (int i = 0; i < 64; ++i) {
+      auto m = pool.Acquire();
+      ASSERT_TRUE(m->ParseFromString(small_wire));
+    }
+    EXPECT_EQ(pool.Stats().bound_bytes < o.hard_cap_bytes,
+              heap || internal::kArenaParseRecreatesStrings)
+        << "heap instances " << heap;
+  }
+}
+
 TEST(MessagePoolTest, IdleInstancesAreBounded) {
   MessagePoolOptions o = Reusing();
   o.idle_per_thread = 2;
