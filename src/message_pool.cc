@@ -173,6 +173,10 @@ Message* MessagePoolCore::ParseTarget(Entry* e, size_t wire_size) {
   return e->large;
 }
 
+namespace {
+constexpr uint32_t kYoungReturns = 1024;
+}  // namespace
+
 bool MessagePoolCore::ServingFreshArenas() const {
   return fresh_arenas_ ||
          (heap_instances_ &&
@@ -250,10 +254,12 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
     return;
   }
   // The content size, where it costs nothing or on a random sample. A
-  // heap-instance pool measures every return until its guard has a bound:
-  // an input above it that reached an instance by other means than
-  // ParseFrom() is seen only once there is one (see ServingFreshArenas).
-  const bool learning = heap_instances_ && guard_->Learning();
+  // heap-instance pool measures its first kYoungReturns returns (one
+  // ByteSizeLong() walk each when no size is given): its guard gets a bound
+  // after 64, and an input above it that reached an instance by other means
+  // than ParseFrom() is seen at once, before many instances took one (each
+  // such instance holds its capacity until it is evicted or aged).
+  const bool learning = heap_instances_ && guard_->Samples() < kYoungReturns;
   size_t size = size_hint;
   if (size == 0) {
     const int cached = m->GetCachedSize();  // set if serialized during this use

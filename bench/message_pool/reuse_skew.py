@@ -91,8 +91,8 @@ def compare_builds(args):
             f"99 % {r0['small_bytes']} B, 1 % {r0['large_bytes']} B; medians of "
             f"{args.reps} interleaved rounds.", "",
             f"loadavg before: {load_before}", f"loadavg after: {load_after}", "",
-            "| build | shape | mode | wall s (median) | rounds, s | / scoped | peak RSS MiB | / scoped | pool stats (last round) |",
-            "|---|---|---|---:|---|---:|---:|---:|---|"]
+            "| build | shape | mode | wall s (median) | rounds, s | / scoped | CPU s (median) | CPU / scoped (median of per-round ratios) | peak RSS MiB | / scoped | pool stats (last round) |",
+            "|---|---|---|---:|---|---:|---:|---:|---:|---:|---|"]
     for name, _ in builds:
         for shape in args.shapes.split(","):
             base = med.get((name, shape, "scoped"))
@@ -107,12 +107,19 @@ def compare_builds(args):
                 w = statistics.median(r["wall_ms"] for r in rs)
                 rss = statistics.median(r["peak_rss_mib"] for r in rs)
                 rounds = ", ".join(f"{r['wall_ms'] / 1000:.2f}" for r in rs)
+                cpu, cpu_ratio = "", ""
+                if all("cpu_ms" in r for r in rs + base):
+                    by_round = {r["round"]: r["cpu_ms"] for r in base}
+                    ratios = [r["cpu_ms"] / by_round[r["round"]] for r in rs if r["round"] in by_round]
+                    cpu = f"{statistics.median(r['cpu_ms'] for r in rs) / 1000:.2f}"
+                    cpu_ratio = (f"{statistics.median(ratios):.2f} ("
+                                 + ", ".join(f"{x:.2f}" for x in ratios) + ")")
                 pool = rs[-1].get("pool", {})
                 keep = {k: pool[k] for k in ["evicted_by_guard", "large_on_arena",
                                              "rebuilt_garbage", "fresh_arena_returns", "unrouted_large",
                                              "kept_percent"] if k in pool}
                 text.append(f"| {name} | {shape} | {mode} | {w / 1000:.2f} | {rounds} | "
-                            f"{w / bw:.2f} | {rss:.0f} | {rss / br:.2f} | "
+                            f"{w / bw:.2f} | {cpu} | {cpu_ratio} | {rss:.0f} | {rss / br:.2f} | "
                             f"{json.dumps(keep) if keep else ''} |")
     report = "\n".join(text) + "\n"
     print(report)

@@ -263,11 +263,14 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"mode\":\"%s\",\"shape\":\"%s\",\"threads\":%d,\"requests\":%d,"
       "\"small_bytes\":%zu,\"large_bytes\":%zu,\"wall_ms\":%.1f,"
+      "\"cpu_ms\":%.1f,"
       "\"rss_before_mib\":%.1f,\"peak_rss_mib\":%.1f,\"final_rss_mib\":%.1f,"
       "\"checksum\":%lld,\"samples\":[",
       mode.c_str(), shape.c_str(), threads, per_thread * threads,
-      small[0].size(), large[0].size(), wall_ms, rss_before,
-      usage.ru_maxrss / 1024.0, RssMiB(),
+      small[0].size(), large[0].size(), wall_ms,
+      (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 +
+          (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3,
+      rss_before, usage.ru_maxrss / 1024.0, RssMiB(),
       static_cast<long long>(checksum.load()));
   for (size_t i = 0; i < samples.size(); ++i) {
     std::printf("%s[%.0f,%.1f]", i ? "," : "", samples[i].first,
