@@ -63,13 +63,16 @@
 // Parsed by other means (protobuf's own ParseFromString on *handle, gRPC's
 // deserializer into an allocator's message, the caller's writes), an input
 // goes into the heap instance whatever its size: above the bound, that is
-// the malloc per object and the free per object above (with ParseFromString
-// on that shape: 2x a fresh arena's time, docs/raw/reuse_skew/). The pool
-// sees it on return (the content size, when known or sampled: the growth
-// guard's), evicts the instance and, for the next unrouted_fresh_returns
-// returns, serves fresh arenas instead of heap instances (arena mode's
-// cost; MessagePoolStats::unrouted_large, fresh_arenas_now), then tries heap
-// instances again. Arena instances (protobuf before v22) need none of this.
+// the malloc per object and the free per object above. The pool sees it on
+// return (the content size, when known, sampled, or on the pool's first
+// 1024 returns measured), evicts the instance and, for the next
+// unrouted_fresh_returns returns, serves fresh arenas instead of heap
+// instances (arena mode; MessagePoolStats::unrouted_large,
+// fresh_arenas_now), then tries heap instances again. On the skewed sizes
+// above parsed with ParseFromString (3.21 with v22+'s heap instances
+// forced, docs/raw/reuse_skew/unrouted/): 2.2x a fresh arena's CPU without
+// this, 1.12x with it (the instances that took a large input before it was
+// seen; ParseFrom(): 0.95x). Arena instances (before v22) need none of it.
 //
 // Out of memory: instances live on arenas, which take blocks from the heap
 // when the page pool has none (arena.h), so Acquire() and parsing fail only
