@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <optional>
+#include <utility>
 
 #include "arenarpc/arena.h"
 #include "arenarpc/internal/check.h"
@@ -30,6 +31,9 @@ struct MessagePoolCore::Entry {
   size_t peak = 0;         // largest content measured since built
   uint32_t uses = 0;       // since built
   size_t poisoned = 0;     // bytes of *message poisoned while idle (ASan)
+  // This use went through ParseTarget() (PooledMessage::ParseFrom()): an
+  // input above the bound could not reach a heap instance.
+  bool routed = false;
 
   ~Entry() { Clear(); }
   // Idle: nothing of the pool touches the message until it is handed out
@@ -53,6 +57,7 @@ struct MessagePoolCore::Entry {
     footprint = space = 0;
     peak = 0;
     uses = 0;
+    routed = false;
   }
 };
 
@@ -102,7 +107,12 @@ class MessagePoolCore::Cache final : public PointerCache {
 
 namespace {
 std::atomic<void (*)(const void*)> pool_destroyed_hook{nullptr};
+std::atomic<bool> heap_instances_for_test{false};
 }  // namespace
+
+void SetHeapInstancesForTest(bool on) {
+  heap_instances_for_test.store(on, std::memory_order_relaxed);
+}
 
 void SetMessagePoolDestroyedHook(void (*hook)(const void* pool)) {
   pool_destroyed_hook.store(hook, std::memory_order_release);
@@ -123,8 +133,10 @@ MessagePoolCore::MessagePoolCore(const Message* prototype,
       reuse_limit_(prototype != nullptr ? ReuseLimit(prototype->GetDescriptor())
                                         : std::string()),
       fresh_arenas_(!reuse_limit_.empty() && !options.reuse_lossy_types),
-      heap_instances_(kArenaParseRecreatesStrings && reuse_limit_.empty() &&
-                      !options.arena_instances),
+      heap_instances_(
+          (kArenaParseRecreatesStrings ||
+           heap_instances_for_test.load(std::memory_order_relaxed)) &&
+          reuse_limit_.empty() && !options.arena_instances),
       guard_(std::make_unique<SizeGuard>(options)) {
   ARENARPC_CHECK(prototype != nullptr, "MessagePool: null prototype");
   cache_ = std::make_unique<Cache>(this, options);
@@ -141,10 +153,12 @@ Message* MessagePoolCore::MessageOf(Entry* entry) {
 }
 
 Message* MessagePoolCore::ParseTarget(Entry* e, size_t wire_size) {
+  e->routed = true;
   // Only a heap instance: an arena instance takes a large input on its own
   // arena (bump allocation, reset on eviction) already.
   if (!heap_instances_ || !options_.large_inputs_on_arena ||
-      e->large != nullptr || wire_size <= guard_->Bound()) {
+      e->large != nullptr || e->arena.has_value() ||
+      wire_size <= guard_->Bound()) {
     return MessageOf(e);
   }
   // A heap instance would malloc every element the input has beyond its
@@ -159,12 +173,29 @@ Message* MessagePoolCore::ParseTarget(Entry* e, size_t wire_size) {
   return e->large;
 }
 
+namespace {
+constexpr uint32_t kYoungReturns = 1024;
+}  // namespace
+
+bool MessagePoolCore::ServingFreshArenas() const {
+  return fresh_arenas_ ||
+         (heap_instances_ &&
+          fresh_returns_left_.load(std::memory_order_relaxed) > 0);
+}
+
 MessagePoolCore::Entry* MessagePoolCore::Acquire() {
   auto* e = static_cast<Entry*>(cache_->Pop());
   ARENARPC_CHECK(e != nullptr, "MessagePool: out of memory");
+  // A heap instance while heap instances are off (see Return()): it goes,
+  // this use gets a fresh arena.
+  if (e->message != nullptr && !e->arena.has_value() && ServingFreshArenas()) {
+    e->Unpoison();
+    retained_.Add(-static_cast<int64_t>(e->space));
+    e->Clear();
+  }
   if (e->message == nullptr) {
     try {
-      if (heap_instances_) {
+      if (heap_instances_ && !ServingFreshArenas()) {
         e->message = prototype_->New(nullptr);
         e->space = 0;  // measured after the first use
       } else {
@@ -210,22 +241,31 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
     in_use_.Add(-1);  // last (see above)
     return;
   }
-  if (fresh_arenas_) {
-    // Clear() cannot keep this type: no walk, no guard (nothing is kept);
-    // the arena goes back to the page pool, as in arena mode.
+  if (fresh_arenas_ || (heap_instances_ && e->arena.has_value())) {
+    // Clear() cannot keep this type, or heap instances are off for now (an
+    // instance of a heap-instance pool on an arena is a fresh one, see
+    // below): no walk, no guard (nothing is kept); the arena goes back to
+    // the page pool, as in arena mode.
+    if (!fresh_arenas_) CountFreshReturn();
     fresh_.Add(1);
     e->Clear();
     cache_->Push(e);
     in_use_.Add(-1);  // last (see above)
     return;
   }
-  // The content size, where it costs nothing or on a random sample.
+  // The content size, where it costs nothing or on a random sample. A
+  // heap-instance pool measures its first kYoungReturns returns (one
+  // ByteSizeLong() walk each when no size is given): its guard gets a bound
+  // after 64, and an input above it that reached an instance by other means
+  // than ParseFrom() is seen at once, before many instances took one (each
+  // such instance holds its capacity until it is evicted or aged).
+  const bool learning = heap_instances_ && guard_->Samples() < kYoungReturns;
   size_t size = size_hint;
   if (size == 0) {
     const int cached = m->GetCachedSize();  // set if serialized during this use
     if (cached > 0) {
       size = static_cast<size_t>(cached);
-    } else if (OneIn(options_.sample_every)) {
+    } else if (learning || OneIn(options_.sample_every)) {
       size = m->ByteSizeLong();
     }
   }
@@ -233,7 +273,7 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
     e->peak = std::max(e->peak, size);
     // The guard's shared histogram takes 1 measured return in 4 (at
     // random), so threads rarely contend for its cache lines.
-    if (OneIn(4)) guard_->Observe(size);
+    if (learning || OneIn(4)) guard_->Observe(size);
   }
   m->Clear();
   m->ByteSizeLong();  // cached size := 0 (the message is empty: no walk)
@@ -256,8 +296,20 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   }
   e->space = space;
 
+  const bool routed = std::exchange(e->routed, false);
   if (e->peak > guard_->Bound()) {
     evicted_.fetch_add(1, std::memory_order_relaxed);
+    if (heap_instances_ && !routed && size > guard_->Bound()) {
+      // Content above the bound in a heap instance, put there by other
+      // means than ParseFrom() (protobuf's own parse, gRPC's deserializer,
+      // the caller's writes): a malloc per object it has beyond the
+      // instance's capacity, and a free per object now. The pool cannot
+      // route such inputs (it sees their size after the parse), so it
+      // serves fresh arenas for a while, arena mode's cost.
+      unrouted_large_.fetch_add(1, std::memory_order_relaxed);
+      fresh_returns_left_.store(options_.unrouted_fresh_returns,
+                                std::memory_order_relaxed);
+    }
     e->Clear();
   } else if (e->footprint > 0 && static_cast<double>(space) >
                                      (1.0 + options_.max_garbage_ratio) *
@@ -272,6 +324,16 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   e->Poison(object_size_);
   cache_->Push(e);
   in_use_.Add(-1);  // last (see above)
+}
+
+void MessagePoolCore::CountFreshReturn() {
+  // One return in 64, by 64: a shared counter, rarely written.
+  if (!OneIn(64)) return;
+  int64_t left = fresh_returns_left_.load(std::memory_order_relaxed);
+  while (left > 0 && !fresh_returns_left_.compare_exchange_weak(
+                         left, std::max<int64_t>(0, left - 64),
+                         std::memory_order_relaxed)) {
+  }
 }
 
 void MessagePoolCore::Trim() { cache_->DrainDepot(); }
@@ -293,6 +355,8 @@ MessagePoolStats MessagePoolCore::Stats() const {
   s.fresh_arena_returns =
       static_cast<uint64_t>(std::max<int64_t>(0, fresh_.Sum()));
   s.large_on_arena = static_cast<uint64_t>(std::max<int64_t>(0, large_.Sum()));
+  s.unrouted_large = unrouted_large_.load(std::memory_order_relaxed);
+  s.fresh_arenas_now = ServingFreshArenas();
   s.dropped_idle = dropped_.load(std::memory_order_relaxed);
   s.in_use = static_cast<uint64_t>(std::max<int64_t>(0, in_use_.Sum()));
   s.idle = c.in_depot + c.in_threads;

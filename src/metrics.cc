@@ -146,6 +146,10 @@ void AppendMessagePools(internal::PrometheusWriter& w) {
        "ParseFrom() inputs above the bound parsed on a fresh arena instead "
        "of the heap instance.",
        &MessagePoolStats::large_on_arena},
+      {"arenarpc_message_pool_unrouted_large_total", "counter",
+       "Heap instances that held content above the bound not parsed by "
+       "ParseFrom(); each turns heap instances off for a while.",
+       &MessagePoolStats::unrouted_large},
       {"arenarpc_message_pool_dropped_idle_total", "counter",
        "Instances destroyed: idle bound reached.",
        &MessagePoolStats::dropped_idle},

@@ -442,21 +442,32 @@ TEST(MessagePoolTest, BurstOfHugeMessagesLeavesNothingAboveTheBound) {
   }
 }
 
+// A pool's options with a 4 KB growth bound from the start, and a Batch
+// below it and one above it, serialized.
+struct SkewedInputs {
+  MessagePoolOptions options;
+  std::string small_wire, big_wire;
+};
+SkewedInputs MakeSkewedInputs(uint32_t seed) {
+  SkewedInputs in;
+  in.options.hard_cap_bytes = 4096;  // the bound before any size is learned
+  in.options.min_bound_bytes = 0;
+  std::mt19937 rng(seed);
+  test::Batch small, big;
+  FillBatch(rng, 2, &small);
+  FillBatch(rng, 100, &big);
+  in.small_wire = small.SerializeAsString();
+  in.big_wire = big.SerializeAsString();
+  EXPECT_LT(in.small_wire.size(), in.options.hard_cap_bytes);
+  EXPECT_GT(in.big_wire.size(), in.options.hard_cap_bytes);
+  return in;
+}
+
 TEST(MessagePoolTest, LargeInputGoesToAFreshArenaNotTheHeapInstance) {
   // Heap instances (v22+): ParseFrom() of an input above the bound parses
   // it on a fresh arena; the heap instance is neither grown nor evicted.
   // Arena instances (3.21) take it on their arena and are evicted.
-  MessagePoolOptions o;
-  o.hard_cap_bytes = 4096;  // the bound before any size is learned
-  o.min_bound_bytes = 0;
-  std::mt19937 rng(12);
-  test::Batch small, big;
-  FillBatch(rng, 2, &small);
-  FillBatch(rng, 100, &big);
-  const std::string small_wire = small.SerializeAsString();
-  const std::string big_wire = big.SerializeAsString();
-  ASSERT_LT(small_wire.size(), o.hard_cap_bytes);
-  ASSERT_GT(big_wire.size(), o.hard_cap_bytes);
+  auto [o, small_wire, big_wire] = MakeSkewedInputs(12);
   const bool heap = internal::kArenaParseRecreatesStrings;
 
   MessagePool<test::Batch> pool(o);
@@ -505,6 +516,112 @@ TEST(MessagePoolTest, LargeInputGoesToAFreshArenaNotTheHeapInstance) {
   }
   EXPECT_EQ(inplace.Stats().large_on_arena, 0u);
   EXPECT_EQ(inplace.Stats().evicted_by_guard, 1u);
+}
+
+void ExpectUnroutedLargeTurnsHeapInstancesOff(MessagePoolOptions o,
+                                              const std::string& small_wire,
+                                              const std::string& big_wire,
+                                              bool heap) {
+  MessagePool<test::Batch> pool(o);
+  {
+    auto m = pool.Acquire();
+    ASSERT_TRUE(m->ParseFromString(small_wire));  // below the bound: kept
+  }
+  EXPECT_EQ(pool.Stats().unrouted_large, 0u);
+  EXPECT_FALSE(pool.Stats().fresh_arenas_now);
+  {
+    auto m = pool.Acquire();
+    EXPECT_EQ(m->GetArena() == nullptr, heap);
+    ASSERT_TRUE(m->ParseFromString(big_wire));
+  }
+  MessagePoolStats s = pool.Stats();
+  EXPECT_EQ(s.evicted_by_guard, 1u);
+  EXPECT_EQ(s.unrouted_large, heap ? 1u : 0u);
+  EXPECT_EQ(s.fresh_arenas_now, heap);
+  if (!heap) return;
+  // Fresh arenas now, whichever way the caller parses.
+  {
+    auto m = pool.Acquire();
+    EXPECT_NE(m->GetArena(), nullptr);
+    ASSERT_TRUE(m->ParseFromString(big_wire));
+    EXPECT_EQ(m->SerializeAsString(), big_wire);
+  }
+  {
+    auto m = pool.Acquire();
+    EXPECT_NE(m->GetArena(), nullptr);
+    ASSERT_TRUE(m.ParseFrom(small_wire));
+    EXPECT_EQ(m->SerializeAsString(), small_wire);
+  }
+  EXPECT_EQ(pool.Stats().unrouted_large, 1u);  // fresh arenas: nothing seen
+  // Heap instances again once unrouted_fresh_returns returns went by (the
+  // pool counts 1 return in 64 at random, by 64).
+  for (int i = 0; i < 20000 && pool.Stats().fresh_arenas_now; ++i) {
+    auto m = pool.Acquire();
+    ASSERT_TRUE(m->ParseFromString(small_wire));
+  }
+  EXPECT_FALSE(pool.Stats().fresh_arenas_now);
+  {
+    auto m = pool.Acquire();
+    EXPECT_EQ(m->GetArena(), nullptr);
+    ASSERT_TRUE(m->ParseFromString(small_wire));
+  }
+
+  // ParseFrom() routes large inputs: nothing is turned off.
+  MessagePool<test::Batch> routed(o);
+  for (int i = 0; i < 3; ++i) {
+    auto m = routed.Acquire();
+    ASSERT_TRUE(m.ParseFrom(i == 1 ? big_wire : small_wire));
+  }
+  EXPECT_EQ(routed.Stats().large_on_arena, 1u);
+  EXPECT_EQ(routed.Stats().unrouted_large, 0u);
+  EXPECT_FALSE(routed.Stats().fresh_arenas_now);
+  // unrouted_fresh_returns = 0: evicted, never turned off.
+  o.unrouted_fresh_returns = 0;
+  MessagePool<test::Batch> never(o);
+  {
+    auto m = never.Acquire();
+    ASSERT_TRUE(m->ParseFromString(big_wire));
+  }
+  EXPECT_EQ(never.Stats().evicted_by_guard, 1u);
+  EXPECT_FALSE(never.Stats().fresh_arenas_now);
+}
+
+TEST(MessagePoolTest, UnroutedLargeInputTurnsHeapInstancesOffForAWhile) {
+  // Heap instances (v22+): an input above the bound parsed into the
+  // instance with protobuf's own ParseFromString (the pool could not route
+  // it) is seen on return; the pool then serves fresh arenas, and heap
+  // instances again after unrouted_fresh_returns returns. Arena instances
+  // (3.21) are evicted as before and nothing is turned off.
+  auto [o, small_wire, big_wire] = MakeSkewedInputs(13);
+  o.sample_every = 1;  // every return without a size is measured
+  o.unrouted_fresh_returns = 1;
+  for (const bool forced : {false, true}) {
+    internal::SetHeapInstancesForTest(forced);
+    ExpectUnroutedLargeTurnsHeapInstancesOff(
+        o, small_wire, big_wire,
+        forced || internal::kArenaParseRecreatesStrings);
+    internal::SetHeapInstancesForTest(false);
+  }
+}
+
+TEST(MessagePoolTest, HeapInstancesLearnTheirFirstBoundFromUnroutedUses) {
+  // Uses that do not go through ParseFrom() give no size: a heap-instance
+  // pool measures each until its guard has a bound (64 sizes), so that an
+  // input above it is seen from then on. Arena-instance pools sample.
+  auto [o, small_wire, big_wire] = MakeSkewedInputs(14);
+  o.hard_cap_bytes = size_t{8} << 20;  // the default: the bound until learned
+  for (const bool heap : {false, true}) {
+    internal::SetHeapInstancesForTest(heap);
+    MessagePool<test::Batch> pool(o);
+    internal::SetHeapInstancesForTest(false);
+    for (int i = 0; i < 64; ++i) {
+      auto m = pool.Acquire();
+      ASSERT_TRUE(m->ParseFromString(small_wire));
+    }
+    EXPECT_EQ(pool.Stats().bound_bytes < o.hard_cap_bytes,
+              heap || internal::kArenaParseRecreatesStrings)
+        << "heap instances " << heap;
+  }
 }
 
 TEST(MessagePoolTest, IdleInstancesAreBounded) {

@@ -83,6 +83,7 @@ TEST(MetricsTest, EveryCoreFamilyIsPresent) {
            "arenarpc_message_pool_rebuilt_after_exception_total",
            "arenarpc_message_pool_fresh_arena_returns_total",
            "arenarpc_message_pool_large_on_arena_total",
+           "arenarpc_message_pool_unrouted_large_total",
            "arenarpc_message_pool_dropped_idle_total",
            "arenarpc_message_pool_in_use",
            "arenarpc_message_pool_idle",

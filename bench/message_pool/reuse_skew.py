@@ -53,22 +53,27 @@ def loadavg():
 
 # Modes per build: pool_inplace and pool_arena only differ from pool where
 # the pool puts instances on the heap (protobuf v22+); on 3.21 pool is both.
-COMPARE_MODES = ["scoped", "pool", "pool_inplace", "pool_arena"]
+COMPARE_MODES = ["scoped", "pool", "pool_protobuf", "pool_protobuf_off", "pool_inplace", "pool_arena"]
 
 
 def compare_builds(args):
     builds = [b.split("=", 1) for b in args.builds]
+    # name=binary+--flag: the binary run with that flag (e.g.
+    # --force_heap_instances: 3.21 with v22+'s heap instances).
+    extra = {name: binary.split("+")[1:] for name, binary in builds}
+    builds = [(name, binary.split("+")[0]) for name, binary in builds]
     os.makedirs(args.out, exist_ok=True)
     rows = []  # (round, build, shape, mode, result)
     load_before = loadavg()
     with open(os.path.join(args.out, "rounds.jsonl"), "w") as log:
         for rep in range(args.reps):
             for name, binary in (builds if rep % 2 == 0 else builds[::-1]):
-                legacy = name.startswith("3.")
+                legacy = name.startswith("3.") and not extra[name]
                 modes = ["scoped", "pool"] if legacy else COMPARE_MODES
-                for shape in ["envelope", "request"]:
+                modes = [m for m in modes if m in args.modes.split(",")]
+                for shape in args.shapes.split(","):
                     for mode in (modes if rep % 2 == 0 else modes[::-1]):
-                        r = run(binary, mode, shape, args.requests, [])
+                        r = run(binary, mode, shape, args.requests, extra[name])
                         r.pop("samples", None)
                         r["build"], r["round"] = name, rep
                         log.write(json.dumps(r) + "\n")
@@ -86,10 +91,10 @@ def compare_builds(args):
             f"99 % {r0['small_bytes']} B, 1 % {r0['large_bytes']} B; medians of "
             f"{args.reps} interleaved rounds.", "",
             f"loadavg before: {load_before}", f"loadavg after: {load_after}", "",
-            "| build | shape | mode | wall s (median) | rounds, s | / scoped | peak RSS MiB | / scoped | pool stats (last round) |",
-            "|---|---|---|---:|---|---:|---:|---:|---|"]
+            "| build | shape | mode | wall s (median) | rounds, s | / scoped | CPU s (median) | CPU / scoped (median of per-round ratios) | peak RSS MiB | / scoped | pool stats (last round) |",
+            "|---|---|---|---:|---|---:|---:|---:|---:|---:|---|"]
     for name, _ in builds:
-        for shape in ["envelope", "request"]:
+        for shape in args.shapes.split(","):
             base = med.get((name, shape, "scoped"))
             if not base:
                 continue
@@ -102,12 +107,19 @@ def compare_builds(args):
                 w = statistics.median(r["wall_ms"] for r in rs)
                 rss = statistics.median(r["peak_rss_mib"] for r in rs)
                 rounds = ", ".join(f"{r['wall_ms'] / 1000:.2f}" for r in rs)
+                cpu, cpu_ratio = "", ""
+                if all("cpu_ms" in r for r in rs + base):
+                    by_round = {r["round"]: r["cpu_ms"] for r in base}
+                    ratios = [r["cpu_ms"] / by_round[r["round"]] for r in rs if r["round"] in by_round]
+                    cpu = f"{statistics.median(r['cpu_ms'] for r in rs) / 1000:.2f}"
+                    cpu_ratio = (f"{statistics.median(ratios):.2f} ("
+                                 + ", ".join(f"{x:.2f}" for x in ratios) + ")")
                 pool = rs[-1].get("pool", {})
                 keep = {k: pool[k] for k in ["evicted_by_guard", "large_on_arena",
-                                             "rebuilt_garbage", "fresh_arena_returns",
+                                             "rebuilt_garbage", "fresh_arena_returns", "unrouted_large",
                                              "kept_percent"] if k in pool}
                 text.append(f"| {name} | {shape} | {mode} | {w / 1000:.2f} | {rounds} | "
-                            f"{w / bw:.2f} | {rss:.0f} | {rss / br:.2f} | "
+                            f"{w / bw:.2f} | {cpu} | {cpu_ratio} | {rss:.0f} | {rss / br:.2f} | "
                             f"{json.dumps(keep) if keep else ''} |")
     report = "\n".join(text) + "\n"
     print(report)
@@ -125,6 +137,9 @@ def main():
     ap.add_argument("--trap_requests", type=int, default=20000)
     ap.add_argument("--reps", type=int, default=1, help="runs per mode; medians reported")
     ap.add_argument("--no_plot", action="store_true")
+    ap.add_argument("--modes", default=",".join(COMPARE_MODES),
+                    help="--builds: the modes to run (scoped is the baseline)")
+    ap.add_argument("--shapes", default="envelope,request", help="--builds: the shapes to run")
     ap.add_argument("--builds", action="append", default=[],
                     help="name=binary; compare builds (see above)")
     args = ap.parse_args()

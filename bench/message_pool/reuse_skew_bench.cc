@@ -14,6 +14,11 @@
 //            the growth bound go into the (heap) instance, which is then
 //            evicted (MessagePool before large inputs went on an arena;
 //            pool on 3.21 is alike)
+//   pool_protobuf  MessagePool, the caller parsing with protobuf's own
+//            ParseFromString on the pooled message (not ParseFrom()): the
+//            pool cannot see the input's size before the parse
+//   pool_protobuf_off  pool_protobuf with unrouted_fresh_returns = 0 (heap
+//            instances never turned off: the pool before that option)
 //   arena_naive  like naive, each message on its own long-lived protobuf
 //            Arena (shows why MessagePool keeps instances on the heap)
 //
@@ -42,7 +47,8 @@
 #include "trpc_bench.pb.h"
 
 ABSL_FLAG(std::string, mode, "pool",
-          "heap, scoped, naive, arena_naive, pool, pool_arena or pool_inplace");
+          "heap, scoped, naive, arena_naive, pool, pool_arena, pool_inplace, "
+          "pool_protobuf or pool_protobuf_off");
 ABSL_FLAG(std::string, shape, "request", "request or envelope");
 ABSL_FLAG(int, threads, 4, "worker threads");
 ABSL_FLAG(int, requests, 200000, "requests in total (all threads)");
@@ -51,6 +57,9 @@ ABSL_FLAG(int, large_docs, 2250, "docs in a large request (~2 MB)");
 ABSL_FLAG(double, large_fraction, 0.01, "fraction of large requests");
 ABSL_FLAG(int, sample_ms, 20, "RSS sampling period");
 ABSL_FLAG(int, inflight, 32, "requests alive at once per thread");
+ABSL_FLAG(bool, force_heap_instances, false,
+          "pool modes: heap instances on every protobuf version (as on v22+), "
+          "so the heap-instance paths can be measured on 3.21");
 
 namespace {
 
@@ -122,6 +131,7 @@ arenarpc::MessagePool<M>& Pool() {
     arenarpc::MessagePoolOptions o;
     o.arena_instances = mode == "pool_arena";
     o.large_inputs_on_arena = mode != "pool_inplace";
+    if (mode == "pool_protobuf_off") o.unrouted_fresh_returns = 0;
     return o;
   }());
   return pool;
@@ -177,9 +187,12 @@ int64_t Worker(const std::string& mode, int requests, int inflight,
     arena_bytes.fetch_add(bytes);
   } else if (mode.starts_with("pool")) {
     std::vector<arenarpc::PooledMessage<M>> ring(k);
+    const bool own_parse = mode.starts_with("pool_protobuf");
     for (int i = 0; i < requests; ++i) {
       auto m = Pool<M>().Acquire();
-      if (!m.ParseFrom(next())) std::abort();
+      if (!(own_parse ? m->ParseFromString(next()) : m.ParseFrom(next()))) {
+        std::abort();
+      }
       sum += Use(*m);
       ring[i % k] = std::move(m);
     }
@@ -194,6 +207,8 @@ int64_t Worker(const std::string& mode, int requests, int inflight,
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  arenarpc::internal::SetHeapInstancesForTest(
+      absl::GetFlag(FLAGS_force_heap_instances));
   const std::string mode = absl::GetFlag(FLAGS_mode);
   const std::string shape = absl::GetFlag(FLAGS_shape);
   const int threads = absl::GetFlag(FLAGS_threads);
@@ -249,11 +264,14 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"mode\":\"%s\",\"shape\":\"%s\",\"threads\":%d,\"requests\":%d,"
       "\"small_bytes\":%zu,\"large_bytes\":%zu,\"wall_ms\":%.1f,"
+      "\"cpu_ms\":%.1f,"
       "\"rss_before_mib\":%.1f,\"peak_rss_mib\":%.1f,\"final_rss_mib\":%.1f,"
       "\"checksum\":%lld,\"samples\":[",
       mode.c_str(), shape.c_str(), threads, per_thread * threads,
-      small[0].size(), large[0].size(), wall_ms, rss_before,
-      usage.ru_maxrss / 1024.0, RssMiB(),
+      small[0].size(), large[0].size(), wall_ms,
+      (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 +
+          (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3,
+      rss_before, usage.ru_maxrss / 1024.0, RssMiB(),
       static_cast<long long>(checksum.load()));
   for (size_t i = 0; i < samples.size(); ++i) {
     std::printf("%s[%.0f,%.1f]", i ? "," : "", samples[i].first,
@@ -273,6 +291,7 @@ int main(int argc, char** argv) {
         "\"evicted_by_guard\":%llu,\"rebuilt_garbage\":%llu,\"rebuilt_aged\":%"
         "llu,"
         "\"fresh_arena_returns\":%llu,\"large_on_arena\":%llu,"
+        "\"unrouted_large\":%llu,"
         "\"kept_percent\":%llu,"
         "\"dropped_idle\":%llu,\"idle\":%llu,"
         "\"bound_bytes\":%llu,\"retained_bytes\":%llu}",
@@ -282,6 +301,7 @@ int main(int argc, char** argv) {
         (unsigned long long)ps.rebuilt_aged,
         (unsigned long long)ps.fresh_arena_returns,
         (unsigned long long)ps.large_on_arena,
+        (unsigned long long)ps.unrouted_large,
         (unsigned long long)ps.kept_percent,
         (unsigned long long)ps.dropped_idle, (unsigned long long)ps.idle,
         (unsigned long long)ps.bound_bytes,

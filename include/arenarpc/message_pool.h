@@ -8,8 +8,9 @@
 //     Handle(*req);
 //   }  // back to the pool: cleared, capacity kept (unless it grew too big)
 //
-//   // Parsing with protobuf's own calls works as well:
-//   //   req->ParseFromString(wire);
+//   // Protobuf's own calls work too (req->ParseFromString(wire)), but
+//   // the pool then sees the input's size only after the parse: prefer
+//   // ParseFrom() where inputs vary in size ("Parsed by other means").
 //   // Generic/dynamic services: a pool from a prototype.
 //   arenarpc::MessagePool<google::protobuf::Message> any(&prototype);
 //
@@ -57,9 +58,23 @@
 // beyond the instance's capacity and a free per object when the evicted
 // instance is destroyed: on 99 % ~8 KB / 1 % ~1.7 MB requests on protobuf
 // 35.1 that made reuse slower than a fresh arena per use
-// (docs/PROTOBUF_VERSIONS.md). Inputs parsed by other means (protobuf's own
-// ParseFromString on *handle, gRPC's deserializer into an allocator's
-// message) go into the instance as before.
+// (docs/PROTOBUF_VERSIONS.md).
+//
+// Parsed by other means (protobuf's own ParseFromString on *handle, gRPC's
+// deserializer into an allocator's message, the caller's writes), an input
+// goes into the heap instance whatever its size: above the bound, that is
+// the malloc per object and the free per object above. The pool sees it on
+// return (the content size, when known, sampled, or on the pool's first
+// 1024 returns measured), evicts the instance and, for the next
+// unrouted_fresh_returns returns, serves fresh arenas instead of heap
+// instances (arena mode; MessagePoolStats::unrouted_large,
+// fresh_arenas_now), then tries heap instances again. On the skewed sizes
+// above parsed with ParseFromString (3.21 with v22+'s heap instances
+// forced, docs/raw/reuse_skew/unrouted/): 2.2x a fresh arena's CPU without
+// this, 1.12x with it (why not 1.0x is not measured yet; its peak RSS, 119
+// MiB against 99, points at the instances that took a large input before
+// one was seen; ParseFrom(): 0.95x). Arena instances (before v22) need none
+// of it.
 //
 // Out of memory: instances live on arenas, which take blocks from the heap
 // when the page pool has none (arena.h), so Acquire() and parsing fail only
@@ -152,6 +167,10 @@ struct MessagePoolOptions {
   // guard then evicts (the behaviour before; reuse_skew_bench's pool_inplace
   // mode measures it).
   bool large_inputs_on_arena = true;
+  // Heap instances: returns served on fresh arenas after an input above the
+  // growth bound reached a heap instance other than through ParseFrom()
+  // ("Parsed by other means" above); 0: never.
+  int64_t unrouted_fresh_returns = int64_t{1} << 16;
 };
 
 struct MessagePoolStats {
@@ -165,12 +184,20 @@ struct MessagePoolStats {
   // memory" above).
   uint64_t rebuilt_after_exception = 0;
   // Returns that reset the instance's arena instead of Clear(): the type is
-  // one Clear() cannot keep whole (reuse_lossy_types off).
+  // one Clear() cannot keep whole (reuse_lossy_types off), or heap
+  // instances are off for now (unrouted_large).
   uint64_t fresh_arena_returns = 0;
   // Uses whose ParseFrom() input was above the growth guard's bound, parsed
   // into a message on a fresh arena instead of the pool's heap instance
   // (see "Large inputs" above).
   uint64_t large_on_arena = 0;
+  // Heap instances that held content above the growth bound put there by
+  // other means than ParseFrom() (see "Parsed by other means" above); each
+  // turns heap instances off for unrouted_fresh_returns returns.
+  uint64_t unrouted_large = 0;
+  // Whether Acquire() now serves fresh arenas (a type Clear() cannot keep
+  // whole, or heap instances off after an unrouted large input).
+  bool fresh_arenas_now = false;
   uint64_t dropped_idle = 0;  // destroyed: idle bound reached
   // Handles alive, counting a return until it is done with the pool: at 0
   // (and no Acquire() running) the pool may be destroyed.
@@ -223,6 +250,8 @@ class MessagePoolCore {
   friend class Cache;
   Entry* NewEntry();
   void Rebuild(Entry* entry);
+  bool ServingFreshArenas() const;
+  void CountFreshReturn();
 
   const MessagePoolOptions options_;
   const google::protobuf::Message* const prototype_;
@@ -250,6 +279,9 @@ class MessagePoolCore {
   std::atomic<uint64_t> dropped_{0};
   StripedCounter fresh_;
   StripedCounter large_;  // large_on_arena
+  std::atomic<uint64_t> unrouted_large_{0};
+  // Heap instances off while > 0 (fresh arenas instead); counts returns.
+  std::atomic<int64_t> fresh_returns_left_{0};
 };
 
 // Registries that keep pointers to pools (src/metrics.cc) set a hook that a
@@ -257,6 +289,12 @@ class MessagePoolCore {
 // pool is destroyed. One hook process-wide; nullptr removes it.
 void SetMessagePoolDestroyedHook(void (*hook)(const void* pool));
 void NotifyMessagePoolDestroyed(const void* pool);
+
+// Tests and benchmarks only: pools constructed while on put their instances
+// on the heap on every protobuf version, as they do on v22+ (where the
+// choice matters: see the top of this file), so that the heap-instance
+// paths run on 3.21 too.
+void SetHeapInstancesForTest(bool on);
 
 // Why Clear() cannot keep all of `type` on this protobuf (first such field
 // as a path, e.g. "spans.attributes.value: proto3 message field without

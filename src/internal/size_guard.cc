@@ -18,7 +18,7 @@ void SizeGuard::Observe(size_t size) {
   const int bucket = std::min<int>(std::bit_width(size), kBuckets - 1);
   histogram_[bucket].fetch_add(1, std::memory_order_relaxed);
   const uint32_t n = samples_.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (n % 64 != 0) return;
+  if (n % kFirstBoundSamples != 0) return;
   // Recompute the bound from the histogram (approximate under races).
   uint64_t counts[kBuckets];
   for (int i = 0; i < kBuckets; ++i) {

@@ -31,6 +31,10 @@ class SizeGuard {
   // call touches a shared histogram.
   void Observe(size_t size);
   size_t Bound() const { return bound_.load(std::memory_order_relaxed); }
+  // Sizes observed so far (the first bound is computed from
+  // kFirstBoundSamples; Bound() is the hard cap until then).
+  uint32_t Samples() const { return samples_.load(std::memory_order_relaxed); }
+  static constexpr uint32_t kFirstBoundSamples = 64;
 
  private:
   const double percentile_;

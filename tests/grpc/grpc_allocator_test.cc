@@ -131,6 +131,32 @@ TEST_P(AllocatorTest, ReleaseWithoutFreeRequest) {
   }
 }
 
+// The sync adapter's RequestDone() (once the handler returned): the
+// request is freed, as FreeRequest() frees it, but not counted as the
+// handler's FreeRequest().
+TEST_P(AllocatorTest, RequestDoneFreesTheRequestUncounted) {
+  const AllocationMode mode = GetParam();
+  const GrpcModeStats before = testing::ModeStats(mode);
+  auto* holder = dynamic_cast<internal::CallHolder<EchoRequest, EchoResponse>*>(
+      GetMessageAllocator<EchoRequest, EchoResponse>(mode)->AllocateMessages());
+  ASSERT_NE(holder, nullptr);
+  const bool reuse =
+      dynamic_cast<internal::ReuseHolder<EchoRequest, EchoResponse>*>(holder) !=
+      nullptr;
+  const uint64_t in_use = SharedMessagePool<EchoRequest>().Stats().in_use;
+  echo::BuildEchoRequest(5, 1, holder->request());
+  holder->RequestDone();
+  EXPECT_EQ(holder->request(), nullptr);
+  if (reuse) {
+    EXPECT_EQ(SharedMessagePool<EchoRequest>().Stats().in_use, in_use - 1);
+  }
+  holder->RequestDone();  // twice is harmless
+  holder->Release();
+  const GrpcModeStats after = testing::ModeStats(mode);
+  EXPECT_EQ(after.calls, before.calls + 1);
+  EXPECT_EQ(after.free_request_calls, before.free_request_calls);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, AllocatorTest, testing::AllModes(),
                          testing::ModeTestName);
 

@@ -5,6 +5,7 @@
 // grpc_e2e_test.cc, which runs every test on both APIs.
 #include <grpc/support/log.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_interceptor.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "arenarpc/grpc/install.h"
 #include "arenarpc/grpc/stats.h"
@@ -390,6 +392,66 @@ TEST(SyncFaultTest, MalformedBytesGetPlainGrpcsStatus) {
   EXPECT_NE(codes[0], grpc::StatusCode::OK);
   EXPECT_EQ(codes[1], codes[0]);
   EXPECT_EQ(GetGrpcStats().sync_parked, 0u);
+}
+
+// Records, when the response is about to be sent (before it is
+// serialized), how many of the request pool's messages are in use.
+std::atomic<int64_t> g_requests_in_use_at_send{-1};
+class InUseAtSend final : public grpc::experimental::Interceptor {
+ public:
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_MESSAGE)) {
+      g_requests_in_use_at_send =
+          static_cast<int64_t>(SharedMessagePool<EchoRequest>().Stats().in_use);
+    }
+    methods->Proceed();
+  }
+};
+class InUseAtSendFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo*) override {
+    return new InUseAtSend;
+  }
+};
+
+// As gRPC's own sync handler: the request is freed once the handler
+// returned, before the response is serialized and sent (kept to the end of
+// the call, serializing took fresh memory: heap mode cost 1.12x plain gRPC
+// on the large echo). Seen here in reuse mode: the request is back in its
+// pool when the response is sent.
+TEST(SyncMemoryTest, TheRequestIsFreedBeforeTheResponseIsSent) {
+  echo::EchoSyncServiceImpl service;
+  ASSERT_EQ(echo::InstallEchoServiceAllocators(&service, AllocationMode::kReuse)
+                .served(),
+            1);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&service);
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      factories;
+  factories.push_back(std::make_unique<InUseAtSendFactory>());
+  builder.experimental().SetInterceptorCreators(std::move(factories));
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = EchoService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  const uint64_t in_use = SharedMessagePool<EchoRequest>().Stats().in_use;
+  grpc::ClientContext context;
+  EchoRequest request;
+  echo::BuildEchoRequest(5, 1, &request);
+  EchoResponse response;
+  ASSERT_TRUE(stub->Echo(&context, request, &response).ok());
+  EXPECT_EQ(g_requests_in_use_at_send.load(), static_cast<int64_t>(in_use));
+  std::string why;
+  EXPECT_TRUE(echo::VerifyEchoResponse(request, response, &why)) << why;
+  server->Shutdown();
 }
 
 }  // namespace

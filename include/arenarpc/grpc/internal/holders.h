@@ -24,9 +24,19 @@
 
 namespace arenarpc::internal {
 
+// Every holder of the allocators below. RequestDone(): the sync adapter is
+// done with the request once the handler returned (sync_handler.h), so it
+// frees it then, before the response is serialized, as gRPC's own sync
+// handler does; FreeRequest() without counting it as the handler's.
+template <class Req, class Resp>
+class CallHolder : public ::grpc::MessageHolder<Req, Resp> {
+ public:
+  virtual void RequestDone() = 0;
+};
+
 // kHeap's holder: request and response inside it.
 template <class Req, class Resp>
-class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
+class HeapHolder final : public CallHolder<Req, Resp> {
  public:
   explicit HeapHolder(MethodMeter* sampler,
                       const MethodMeter::CallTiming& timing = {})
@@ -34,14 +44,8 @@ class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
     this->set_request(&*request_);
     this->set_response(&response_);
   }
-  void FreeRequest() override {
-    if (!request_.has_value()) return;
-    RecordFreeRequest(AllocationMode::kHeap);
-    sampled_.BeforeFreeRequest(*request_);
-    timed_.BeforeFreeRequest(*request_);
-    this->set_request(nullptr);
-    request_.reset();
-  }
+  void FreeRequest() override { Free(/*counted=*/true); }
+  void RequestDone() override { Free(/*counted=*/false); }
   void Release() override {
     sampled_.AtRelease(this->request(), response_);
     timed_.AtRelease(this->request(), response_);
@@ -50,6 +54,15 @@ class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
 
  private:
+  void Free(bool counted) {
+    if (!request_.has_value()) return;
+    if (counted) RecordFreeRequest(AllocationMode::kHeap);
+    sampled_.BeforeFreeRequest(*request_);
+    timed_.BeforeFreeRequest(*request_);
+    this->set_request(nullptr);
+    request_.reset();
+  }
+
   TimedCall timed_;
   std::optional<Req> request_;
   Resp response_;
@@ -58,7 +71,7 @@ class HeapHolder final : public ::grpc::MessageHolder<Req, Resp> {
 
 // kArena's holder: it owns the call's two arenas.
 template <class Req, class Resp>
-class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
+class ArenaHolder final : public CallHolder<Req, Resp> {
  public:
   explicit ArenaHolder(MethodMeter* sampler,
                        const MethodMeter::CallTiming& timing = {})
@@ -66,15 +79,8 @@ class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
     this->set_request(request_arena_->template Create<Req>());
     this->set_response(response_arena_.template Create<Resp>());
   }
-  void FreeRequest() override {
-    if (!request_arena_.has_value()) return;
-    RecordFreeRequest(AllocationMode::kArena);
-    request_bytes_ = request_arena_->SpaceAllocated();
-    sampled_.BeforeFreeRequest(*this->request());
-    timed_.BeforeFreeRequest(*this->request());
-    this->set_request(nullptr);
-    request_arena_.reset();  // destroys the request, pages back to the pool
-  }
+  void FreeRequest() override { Free(/*counted=*/true); }
+  void RequestDone() override { Free(/*counted=*/false); }
   void Release() override {
     sampled_.AtRelease(this->request(), *this->response());
     timed_.AtRelease(this->request(), *this->response());
@@ -86,6 +92,16 @@ class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
 
  private:
+  void Free(bool counted) {
+    if (!request_arena_.has_value()) return;
+    if (counted) RecordFreeRequest(AllocationMode::kArena);
+    request_bytes_ = request_arena_->SpaceAllocated();
+    sampled_.BeforeFreeRequest(*this->request());
+    timed_.BeforeFreeRequest(*this->request());
+    this->set_request(nullptr);
+    request_arena_.reset();  // destroys the request, pages back to the pool
+  }
+
   TimedCall timed_;
   std::optional<ScopedArena> request_arena_;
   ScopedArena response_arena_;
@@ -95,7 +111,7 @@ class ArenaHolder final : public ::grpc::MessageHolder<Req, Resp> {
 
 // kReuse's holder: it owns the two borrowed PooledMessages.
 template <class Req, class Resp>
-class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
+class ReuseHolder final : public CallHolder<Req, Resp> {
  public:
   ReuseHolder(PooledMessage<Req> request, PooledMessage<Resp> response,
               MethodMeter* sampler, const MethodMeter::CallTiming& timing = {})
@@ -106,14 +122,8 @@ class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
     this->set_request(request_.get());
     this->set_response(response_.get());
   }
-  void FreeRequest() override {
-    if (!request_) return;
-    RecordFreeRequest(AllocationMode::kReuse);
-    sampled_.BeforeFreeRequest(*request_);
-    timed_.BeforeFreeRequest(*request_);
-    this->set_request(nullptr);
-    request_.reset();  // cleared and back to its pool
-  }
+  void FreeRequest() override { Free(/*counted=*/true); }
+  void RequestDone() override { Free(/*counted=*/false); }
   void Release() override {
     sampled_.AtRelease(this->request(), *response_);
     timed_.AtRelease(this->request(), *response_);
@@ -124,6 +134,15 @@ class ReuseHolder final : public ::grpc::MessageHolder<Req, Resp> {
   }
 
  private:
+  void Free(bool counted) {
+    if (!request_) return;
+    if (counted) RecordFreeRequest(AllocationMode::kReuse);
+    sampled_.BeforeFreeRequest(*request_);
+    timed_.BeforeFreeRequest(*request_);
+    this->set_request(nullptr);
+    request_.reset();  // cleared and back to its pool
+  }
+
   TimedCall timed_;
   PooledMessage<Req> request_;
   PooledMessage<Resp> response_;
