@@ -36,6 +36,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -98,6 +99,21 @@ double CpuSeconds() {
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// Seconds this process's threads waited on a run queue (the second field of
+// /proc/self/task/*/schedstat): CPU the machine's other work took from the
+// client. 0 where schedstat cannot be read.
+double RunDelaySeconds() {
+  double total = 0;
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(task.path() / "schedstat");
+    uint64_t run_ns = 0, wait_ns = 0;
+    if (in >> run_ns >> wait_ns) total += static_cast<double>(wait_ns) / 1e9;
+  }
+  return total;
 }
 
 bool ReadFile(const std::string& path, std::string* out) {
@@ -206,6 +222,7 @@ int main(int argc, char** argv) {
   const double cpu_start = CpuSeconds();
   const auto t0 = Clock::now();
   double cpu_measured_start = cpu_start;
+  double wait_measured_start = RunDelaySeconds();
   Clock::time_point measured_start = t0;
   bool measuring = warmup_s == 0;
   for (uint64_t i = 0;; ++i) {
@@ -222,6 +239,7 @@ int main(int argc, char** argv) {
       measuring = true;
       measured_start = Clock::now();
       cpu_measured_start = CpuSeconds();
+      wait_measured_start = RunDelaySeconds();
     }
     std::this_thread::sleep_until(intended);
     Window* window = windows[w].get();
@@ -268,6 +286,7 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(Clock::now() - measured_start).count();
   const double cpu = CpuSeconds() - cpu_measured_start;
   const double cpu_total = CpuSeconds() - cpu_start;
+  const double waited = RunDelaySeconds() - wait_measured_start;
 
   LatencyHistogram all;
   uint64_t sent = 0, late = 0, not_started = 0, failed = 0;
@@ -304,7 +323,7 @@ int main(int argc, char** argv) {
       "\"failed\":%llu,\"failed_by_code\":{%s},\"not_started\":%llu,"
       "\"late\":%llu,%s,\"ok_per_s\":%.2f,\"response_bytes\":%llu,"
       "\"client_cpu_s\":%.4f,\"client_cpu_total_s\":%.4f,\"wall_s\":%.3f,"
-      "\"client_cpu_share\":%.4f}\n",
+      "\"client_cpu_share\":%.4f,\"client_run_delay_share\":%.4f}\n",
       rate, seconds, warmup_s, stubs.size(), request_bytes,
       static_cast<unsigned long long>(sent),
       static_cast<unsigned long long>(all.count()),
@@ -314,7 +333,7 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(late), Percentiles(all, true).c_str(),
       static_cast<double>(all.count()) / seconds,
       static_cast<unsigned long long>(response_bytes.load()), cpu, cpu_total,
-      wall, wall > 0 ? cpu / wall : 0.0);
+      wall, wall > 0 ? cpu / wall : 0.0, wall > 0 ? waited / wall : 0.0);
   std::fflush(stdout);
   return failed == 0 && not_started == 0 ? 0 : 1;
 }
