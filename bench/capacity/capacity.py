@@ -75,7 +75,7 @@ def make_target(args, name):
                         f"--scale={args.echo_scale}", "--seed=7", f"--out={path}"],
                        check=True, capture_output=True)
         server = os.path.join(args.build, "examples", "arenarpc_echo_server")
-        return server, [f"--api={args.api}", "--print_stats=false"], ECHO_METHOD, path, os.path.getsize(path)
+        return server, [f"--api={args.api}"], ECHO_METHOD, path, os.path.getsize(path)
     svc = [s for s in corpus_rpc.services(args.build) if s["name"] == name]
     if not svc:
         sys.exit(f"--targets: no corpus service {name}")
@@ -130,6 +130,8 @@ def step(args, server, target, rate, seconds, warmup):
     r = json.loads(lines[-1][len("result "):])
     r.update(rate=round(rate, 2), server_cpu_share=round((cpu1 - cpu0) / wall, 3),
              server_run_delay_share=round((wait1 - wait0) / wall, 3),
+             # Over every call of the step, its warm-up's too (all were due).
+             server_cpu_us_per_call=round((cpu1 - cpu0) / max(rate * (seconds + warmup), 1) * 1e6, 1),
              peak_rss_mib=round(rpc_common.status_kib(pid, "VmHWM") / 1024, 1),
              rss_mib=round(rpc_common.status_kib(pid, "VmRSS") / 1024, 1), peak_reset=peak_reset)
     return r
@@ -293,7 +295,10 @@ def run_light(args, target, mode, rnd):
     finally:
         rc = server.stop()
     r.update(mode=mode, round=rnd, server_exit_code=rc,
-             auto_log=[l.strip() for l in server.log if l.startswith(("auto:", "settle:"))])
+             # What auto chose and when (the corpus server's "auto:" lines; the echo
+             # server's Prometheus stats at exit).
+             auto_log=[l.strip() for l in server.log if l.startswith(("auto:", "settle:")) or (
+                 not l.startswith("#") and ("auto" in l or "method_" in l))][:60])
     log(f"  r{rnd} {mode:>14} {args.light:.0f}/s: ok {r['ok']} failed {r['failed']} p50 {r['p50_us'] / 1000:.2f} "
         f"p90 {r['p90_us'] / 1000:.2f} p99 {r['p99_us'] / 1000:.2f} p99.9 {r['p99.9_us'] / 1000:.2f} ms, "
         f"server {r['server_cpu_us_per_call']:.0f} us/call")
@@ -338,6 +343,8 @@ def summarize(results, modes):
             "cap_fixed_rounds": [round(r["cap_fixed"]) for r in rs],
             "cap_confirmed": med([r["cap_confirmed"] for r in rs]),
             "cap_confirmed_rounds": [round(r["cap_confirmed"]) for r in rs],
+            "server_cpu_us_per_call_at_cap": med([r["at_cap"].get("server_cpu_us_per_call") for r in rs
+                                                  if "at_cap" in r]),
             "server_waited_at_cap": med([r["at_cap"].get("server_run_delay_share") for r in rs if "at_cap" in r]),
             "half_p99_ms": med([r["half"]["p99_us"] / 1000 for r in rs if "half" in r]),
             "half_rate": med([r["half"]["rate"] for r in rs if "half" in r]),
@@ -365,8 +372,8 @@ def table(rows, title, objective_ms):
              f"| mode | capacity at p99 <= {objective_ms:g} ms (calls/s) | / plain | / {best_pre or 'best preload'} "
              f"| by round | at p99 <= 5x unloaded p50 | / plain | unloaded p50 ms "
              f"| p99 at 50 % of plain's capacity (ms) | / plain | peak RSS at capacity (MiB) | / plain "
-             f"| server CPU at capacity (waited) | client CPU at capacity (max) |",
-             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             f"| server CPU at capacity (waited) | server CPU us/call there | client CPU at capacity (max) |",
+             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|"]
     for m, r in rows.items():
         lines.append(
             f"| {m} | {r['cap_confirmed']:.0f} | {ratio(r['cap_confirmed'], of('plain', 'cap_confirmed'))} "
@@ -376,6 +383,7 @@ def table(rows, title, objective_ms):
             f"| {r['half_p99_ms']:.2f} | {ratio(r['half_p99_ms'], of('plain', 'half_p99_ms'))} "
             f"| {r['peak_rss_at_cap_mib']:.0f} | {ratio(r['peak_rss_at_cap_mib'], of('plain', 'peak_rss_at_cap_mib'))} "
             f"| {r['server_cpu_at_cap']:.2f} ({r['server_waited_at_cap']:.2f}) "
+            f"| {r['server_cpu_us_per_call_at_cap']:.0f} "
             f"| {r['client_cpu_at_cap']:.2f} ({r['client_cpu_share_max']:.2f}) |")
     lines += ["", f"Capacity: the highest rate whose {objective_ms:g} ms objective held in the search and again "
               "on a fresh server (else 10 % lower, up to 3 times); medians over rounds. CPU as a share of one "
