@@ -486,6 +486,8 @@ def main():
                    help="no search: each mode at this one rate (the tail at light load), --step_s long")
     p.add_argument("--resume", action="store_true",
                    help="keep the rounds already in --out's json and run the next ones")
+    p.add_argument("--table_only", action="store_true",
+                   help="with --resume: no run, the table and plot again from --out's json")
     p.add_argument("--rounds_now", type=int, default=1000, help="with --resume: run at most this many rounds now")
     p.add_argument("--quick", action="store_true", help="1 round of 3 s steps, 1 bisection")
     p.add_argument("--smoke", action="store_true", help="tiny steps on echo and health, plain and arena")
@@ -543,11 +545,11 @@ def main():
                     state["plain_fixed"].append(r["cap_confirmed"])
         first = 1 + max((r["round"] for r in results), default=-1)
         t0 = time.time()
-        for rnd in range(first, min(args.rounds, first + args.rounds_now)):
+        for rnd in range(first, min(args.rounds, first + args.rounds_now) if not args.table_only else first):
             order = modes[rnd % len(modes):] + modes[:rnd % len(modes)] if rnd else modes
             for mode in order:
                 results.append(run_mode(args, target, mode, rnd, state))
-        log(f"[capacity] {name} on the {args.api} API: rounds {first}-{rnd} took {time.time() - t0:.0f} s")
+        log(f"[capacity] {name} on the {args.api} API: rounds from {first} took {time.time() - t0:.0f} s")
         rows = summarize(results, modes)
         title = (f"{name} ({target[4] / 1024:.0f} KiB request), {args.api} API: capacity at p99 objectives, "
                  f"medians of {1 + max(r['round'] for r in results)} rounds ({args.step_s:g} s steps)")
