@@ -34,6 +34,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "capacity/generic_stubs.h"
 #include "echo_service.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "server address");
@@ -96,15 +97,10 @@ int main(int argc, char** argv) {
     mix.emplace_back(total_weight, grpc::ByteBuffer(&slice, 1));
   }
 
-  std::vector<std::unique_ptr<grpc::GenericStub>> stubs;
-  for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_connections)); ++i) {
-    grpc::ChannelArguments args;
-    args.SetInt("arenarpc.load.channel", i);  // distinct: one connection each
-    args.SetMaxReceiveMessageSize(-1);
-    stubs.push_back(std::make_unique<grpc::GenericStub>(
-        grpc::CreateCustomChannel(absl::GetFlag(FLAGS_target),
-                                  grpc::InsecureChannelCredentials(), args)));
-  }
+  std::vector<std::unique_ptr<grpc::GenericStub>> stubs =
+      arenarpc::bench::GenericStubs(
+          absl::GetFlag(FLAGS_target),
+          std::max(1, absl::GetFlag(FLAGS_connections)));
 
   Stats stats;
   std::atomic<int64_t> in_flight{0};
