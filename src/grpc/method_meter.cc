@@ -64,7 +64,14 @@ struct MethodMeter::Impl {
         chooser(ModeChooserOptions{.initial = m == AllocationMode::kAuto
                                                   ? AllocationMode::kArena
                                                   : m}),
-        learner(AutoLearnerOptions{.recheck_after_s = a.recheck_after_s}),
+        learner(AutoLearnerOptions{
+            .recheck_after_s = a.recheck_after_s,
+            // The prior sizes real calls; paired samples time every mode.
+            .prior_min_bytes = m == AllocationMode::kAuto &&
+                                       a.learn == AutoLearning::kRealCalls
+                                   ? a.prior.min_bytes
+                                   : 0,
+            .prior_heap_ns_per_byte = a.prior.heap_ns_per_byte}),
         confirm({.pairs = a.confirm.pairs,
                  .epoch_calls = a.confirm.epoch_calls,
                  .epoch_s = a.confirm.epoch_s},
@@ -597,6 +604,8 @@ MeasuredMethodStats StatsOf(MethodMeter::Impl& m) {
     s.timed_calls = m.timed_calls.load(std::memory_order_relaxed);
     s.lost_calls = m.lost_calls.load(std::memory_order_relaxed);
     s.side_samples = m.side_samples.load(std::memory_order_relaxed);
+    s.decision_source = snap.source;
+    s.prior_decisions = snap.prior_decisions;
     s.callback_fallback = m.callback_fallback.load(std::memory_order_relaxed);
     const ModeConfirmation::Stats c = m.confirm.stats();
     s.confirmations = c.finished;
