@@ -12,7 +12,10 @@ measuring share (medians of rounds).
 """
 import json
 import os
+import re
 import sys
+
+SETTLE = re.compile(r"after (\d+) samples (\d+) calls ([\d.]+) s; (\d+) decisions")
 
 
 def main():
@@ -49,6 +52,27 @@ def main():
                 f"{ratio('auto', best_pre)} | {ratio('plain', best)} | "
                 f"{auto.get('auto_chose', '')} | {rss:.2f} | "
                 + ", ".join(f"{100 * x:.2f} %" for x in share) + " |")
+    print_table(rows)
+    print()
+    print("First decision per round (samples, calls, seconds of traffic; `decisions` 0: none taken "
+          "within the run) and where the running decision came from:")
+    print()
+    for d in sys.argv[1:]:
+        with open(os.path.join(d, "corpus_rpc.json")) as f:
+            results = json.load(f)
+        for r in results:
+            if not r["config"].startswith("auto"):
+                continue
+            settles = [SETTLE.search(l) for l in r.get("auto_log", []) if l.startswith("settle: ")]
+            sources = [l.split(" source ")[1].split()[0] for l in r.get("auto_log", [])
+                       if l.startswith("decision: ")]
+            text = "; ".join(f"{m.group(3)} s ({m.group(1)} samples, {m.group(2)} calls, "
+                             f"{m.group(4)} decisions)" for m in settles if m)
+            print(f"- {os.path.basename(os.path.normpath(d))} {r['service']} {r['config']}: {text}; "
+                  f"source {', '.join(sources)}")
+
+
+def print_table(rows):
     print("| service | run | request KiB | best fixed, CPU us/call | auto | auto / best | "
           "auto+loaded / best | auto+noprior / best | auto / best preloaded | plain / best | "
           "auto chose | auto peak RSS / chosen's | auto measuring share (rounds) |")

@@ -145,7 +145,9 @@ class LearningBudget {
 // decisions (Bonferroni; measured on simulated ties in the unit test).
 // It settles as above, or when every measured mode has max_calls_per_mode
 // calls. Calls that mix sizes add variance (slower, not wrong: the modes
-// see the same mix, taken in turn).
+// see the same mix, taken in turn). With the prior (prior_min_bytes), a
+// method of large calls decides without heap (see the option).
+// Load(): a decision known beforehand (a decisions file), settled at once.
 // Thread safety: Wants(), Observe() and ObserveCall() under the learner's
 // lock, from any thread; current(), wants(), NextTrialMode(),
 // excess_share() and snapshot() from any thread.
@@ -169,7 +171,7 @@ struct AutoLearnerOptions {
   // soon as a timed call shows the method small. 0: off (every mode
   // measured).
   double prior_min_bytes = 0;
-  double prior_heap_ns_per_byte = 1.0;
+  double prior_heap_ns_per_byte = 0.5;
 };
 
 enum class DecisionSource { kNone = 0, kLearned, kPrior, kLoaded };

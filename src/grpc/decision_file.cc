@@ -110,11 +110,12 @@ std::string ReadEntry(const Value& v, DecisionEntry* e) {
   }
   e->mode = *m;
   const auto source = String(s, "source");
-  e->source = source == "prior" ? DecisionSource::kPrior
-                                : DecisionSource::kLearned;
+  e->source =
+      source == "prior" ? DecisionSource::kPrior : DecisionSource::kLearned;
   if (const Value* c = Field(s, "cost_us", Value::kStructValue)) {
     for (int i = 0; i < kNumAllocationModes; ++i) {
-      const std::string name(AllocationModeName(static_cast<AllocationMode>(i)));
+      const std::string name(
+          AllocationModeName(static_cast<AllocationMode>(i)));
       e->cost_us[i] = Number(c->struct_value(), name.c_str()).value_or(0);
     }
   }
@@ -252,8 +253,8 @@ std::string SchemaFingerprint(const Descriptor* request,
 absl::StatusOr<std::vector<DecisionEntry>> ParseDecisions(
     std::string_view json, std::vector<std::string>* skipped) {
   Struct file;
-  const auto parsed = google::protobuf::util::JsonStringToMessage(
-      std::string(json), &file);
+  const auto parsed =
+      google::protobuf::util::JsonStringToMessage(std::string(json), &file);
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("not JSON: ", parsed.ToString()));
@@ -385,7 +386,8 @@ absl::Status SaveAutoDecisions(const std::string& path) {
     installed.insert(e.method);
     if (e.source == DecisionSource::kNone) continue;
     // A loaded decision is saved as it was loaded (costs, calls), as learned.
-    if (e.source == DecisionSource::kLoaded) e.source = DecisionSource::kLearned;
+    if (e.source == DecisionSource::kLoaded)
+      e.source = DecisionSource::kLearned;
     e.saved_unix_s = now;
     out.push_back(std::move(e));
   }
@@ -403,10 +405,10 @@ absl::Status SaveAutoDecisions(const std::string& path) {
   // The temporary file next to the target (rename() stays on one file
   // system), unique per process and write.
   static std::atomic<uint64_t> serial{0};
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid(), ".",
-                                       serial.fetch_add(1));
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                      0644);
+  const std::string tmp =
+      absl::StrCat(path, ".tmp.", getpid(), ".", serial.fetch_add(1));
+  const int fd =
+      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     return internal::ErrnoStatus(errno, absl::StrCat("cannot create ", tmp));
   }

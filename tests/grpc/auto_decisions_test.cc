@@ -193,9 +193,8 @@ const google::protobuf::Descriptor* EchoRequestPlusAField(
   }
   file.clear_service();  // no generic services needed
   const google::protobuf::FileDescriptor* built = pool->BuildFile(file);
-  return built == nullptr
-             ? nullptr
-             : built->FindMessageTypeByName("EchoRequest");
+  return built == nullptr ? nullptr
+                          : built->FindMessageTypeByName("EchoRequest");
 }
 
 // Seen red with SchemaFingerprint's `h = Fnv1a(h, bytes);` removed (a
@@ -213,16 +212,16 @@ TEST(AutoDecisionsFileTest, SchemaFingerprintFollowsTheMessages) {
   ASSERT_NE(changed, nullptr);
   // Same full name, another field: another schema.
   EXPECT_EQ(changed->full_name(), EchoRequest::descriptor()->full_name());
-  EXPECT_NE(echo, internal::SchemaFingerprint(
-                      changed, EchoResponse::descriptor()));
+  EXPECT_NE(echo,
+            internal::SchemaFingerprint(changed, EchoResponse::descriptor()));
 }
 
 internal::MethodMeter* NewAutoMeter(const std::string& name,
                                     const AutoOptions& automatic = {}) {
-  return new internal::MethodMeter(
-      name, AllocationMode::kAuto, ShadowOptions{},
-      &EchoRequest::default_instance(), &EchoResponse::default_instance(),
-      automatic);
+  return new internal::MethodMeter(name, AllocationMode::kAuto, ShadowOptions{},
+                                   &EchoRequest::default_instance(),
+                                   &EchoResponse::default_instance(),
+                                   automatic);
 }
 
 // Only entries that match an installed kAuto method start it: another
@@ -361,8 +360,9 @@ TEST(AutoDecisionsServerTest, FirstCallsRunInTheLoadedMode) {
   }
   // gRPC releases a call's messages just after the client has its response.
   EXPECT_TRUE(WaitFor([&] {
-    return GetGrpcStats().modes[static_cast<int>(AllocationMode::kReuse)]
-               .calls -
+    return GetGrpcStats()
+                   .modes[static_cast<int>(AllocationMode::kReuse)]
+                   .calls -
                reuse_before ==
            20;
   }));

@@ -147,7 +147,8 @@ struct AutoConfirmOptions {
 // unless the evidence asks for it, i.e. the cheapest mode measured costs
 // less than `heap_ns_per_byte` of CPU per wire byte at a look (bulk bytes
 // and few objects, where allocation matters little and heap may be as
-// cheap; the corpus's large services cost 3-7 ns a byte in arena). A
+// cheap; the corpus's large services cost 1-7 ns a byte in arena, HoraeDB
+// down to 1.0 in one loaded round, where 1.0 took heap back in). A
 // method's first decision starts without heap and takes it in on the first
 // timed call that shows the method smaller. Each re-check applies the
 // prior again. Stats: MeasuredMethodStats::decision_source is kPrior for a
@@ -155,7 +156,7 @@ struct AutoConfirmOptions {
 // as before). Side-thread learning (paired samples) measures every mode.
 struct AutoPriorOptions {
   double min_bytes = 48 << 10;
-  double heap_ns_per_byte = 1.0;
+  double heap_ns_per_byte = 0.5;
 };
 
 // Remembering decisions (`decisions_path`, empty: off). A file of settled
