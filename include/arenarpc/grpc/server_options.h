@@ -138,10 +138,12 @@ struct AutoConfirmOptions {
 
 // kRealCalls: what is known before measuring (the prior). On every
 // service of 50 KB and more measured so far (the corpus's OTLP traces,
-// metrics and logs, HoraeDB, Cortex; our own), heap lost to arena by 20 %
-// or more, and heap's trials cost 2-3x the best mode's CPU on calls of
-// 100 KB and more, so measuring it spent most of the learning budget: a
-// 847 KB method did not settle within 18 s. A method whose timed calls
+// metrics and logs, HoraeDB, Cortex; our own) heap lost: its timed calls
+// cost 1.14-3.4x the best mode's on the sync corpus (74-847 KB), 2.2-3.4x
+// on HoraeDB and Cortex, so measuring it spent most of the learning
+// budget, and Cortex (847 KB) did not settle within 18 s. With the prior
+// Cortex settled in 4.8-5.5 s on reuse, never trying heap (sync API,
+// bench/corpus/README.md, "auto's prior"). A method whose timed calls
 // carry at least `min_bytes` on the wire (request and response, geometric
 // mean) decides between arena and reuse only: heap is never put on trial
 // unless the evidence asks for it, i.e. the cheapest mode measured costs
