@@ -216,12 +216,15 @@ TEST(AutoDecisionsFileTest, SchemaFingerprintFollowsTheMessages) {
             internal::SchemaFingerprint(changed, EchoResponse::descriptor()));
 }
 
+// Never destroyed (a meter outlives every call), and reachable: kept here.
 internal::MethodMeter* NewAutoMeter(const std::string& name,
                                     const AutoOptions& automatic = {}) {
-  return new internal::MethodMeter(name, AllocationMode::kAuto, ShadowOptions{},
-                                   &EchoRequest::default_instance(),
-                                   &EchoResponse::default_instance(),
-                                   automatic);
+  static auto* const meters = new std::vector<internal::MethodMeter*>();
+  meters->push_back(
+      new internal::MethodMeter(name, AllocationMode::kAuto, ShadowOptions{},
+                                &EchoRequest::default_instance(),
+                                &EchoResponse::default_instance(), automatic));
+  return meters->back();
 }
 
 // Only entries that match an installed kAuto method start it: another
