@@ -140,8 +140,67 @@ void AutoLearner::StartDecision() {
   state_.measured.fill(true);
   state_.settled = false;
   next_check_s_ = -1;
-  mask_.store((1u << kNumAllocationModes) - 1, std::memory_order_relaxed);
+  unsigned mask = (1u << kNumAllocationModes) - 1;
+  state_.prior_held_out = PriorHoldsHeap();
+  if (state_.prior_held_out) {
+    constexpr int kHeap = static_cast<int>(AllocationMode::kHeap);
+    state_.measured[kHeap] = false;
+    mask &= ~(1u << kHeap);
+    // Calls leave heap now: it is not measured, so nothing would move them.
+    if (state_.mode == AllocationMode::kHeap) {
+      SetMode(static_cast<int>(AllocationMode::kArena));
+    }
+  }
+  mask_.store(mask, std::memory_order_relaxed);
   wants_.store(true, std::memory_order_relaxed);
+}
+
+bool AutoLearner::PriorHoldsHeap() const {
+  return options_.prior_min_bytes > 0 &&
+         (bytes_n_ == 0 ||
+          bytes_log_mean_ >= std::log(options_.prior_min_bytes));
+}
+
+void AutoLearner::ReleaseHeap() {
+  constexpr int kHeap = static_cast<int>(AllocationMode::kHeap);
+  state_.measured[kHeap] = true;
+  state_.prior_held_out = false;
+  ++state_.prior_released;
+  mask_.fetch_or(1u << kHeap, std::memory_order_relaxed);
+}
+
+const char* DecisionSourceName(DecisionSource source) {
+  switch (source) {
+    case DecisionSource::kLearned:
+      return "learned";
+    case DecisionSource::kPrior:
+      return "prior";
+    case DecisionSource::kLoaded:
+      return "loaded";
+    case DecisionSource::kNone:
+      break;
+  }
+  return "none";
+}
+
+bool AutoLearner::Load(AllocationMode mode,
+                       const std::array<double, kNumAllocationModes>& cost_ns,
+                       double now_s) {
+  internal::MutexLock lock(&mu_);
+  const int m = static_cast<int>(mode);
+  if (m < 0 || m >= kNumAllocationModes || state_.decisions > 0 ||
+      state_.source != DecisionSource::kNone) {
+    return false;
+  }
+  StartDecision();  // a clean slate: nothing of a decision under way stays
+  SetMode(m);
+  state_.cost_ns = cost_ns;
+  state_.settled = true;
+  state_.source = DecisionSource::kLoaded;
+  next_check_s_ = now_s + options_.recheck_after_s;
+  mask_.store(1u << m, std::memory_order_relaxed);
+  wants_.store(false, std::memory_order_relaxed);
+  return true;
 }
 
 void AutoLearner::SetMode(int mode) {
@@ -155,6 +214,9 @@ void AutoLearner::Settle(int mode, double now_s) {
   SetMode(mode);
   state_.settled = true;
   ++state_.decisions;
+  state_.source =
+      state_.prior_held_out ? DecisionSource::kPrior : DecisionSource::kLearned;
+  if (state_.prior_held_out) ++state_.prior_decisions;
   if (state_.first_decision_s < 0) {
     state_.first_decision_s = now_s;
     state_.first_decision_samples = state_.samples;
@@ -191,6 +253,13 @@ double AutoLearner::StandardError(int i, int j) const {
 AllocationMode AutoLearner::Observe(const ModeCosts& costs, double now_s) {
   internal::MutexLock lock(&mu_);
   if (!costs.ok || state_.settled) return state_.mode;
+  // The prior is for real calls (it sizes them): paired samples time every
+  // mode, heap from the next sample on (this one did not time it).
+  if (state_.prior_held_out) {
+    ReleaseHeap();
+    ++state_.samples;  // taken, not folded in
+    return state_.mode;
+  }
   constexpr int kModes = kNumAllocationModes;
   const auto& alive = state_.measured;
   std::array<double, kModes> x = {};
@@ -364,6 +433,11 @@ AllocationMode AutoLearner::ObserveCall(AllocationMode mode, double cost_ns,
   if (state_.settled || !state_.measured[m]) return state_.mode;
   constexpr int kModes = kNumAllocationModes;
   const auto& alive = state_.measured;
+  // The method's size, for the prior: a small method measures heap too.
+  ++bytes_n_;
+  bytes_log_mean_ += std::max(1.0 / static_cast<double>(bytes_n_), 1.0 / 64) *
+                     (std::log(std::max(bytes, 1.0)) - bytes_log_mean_);
+  if (state_.prior_held_out && !PriorHoldsHeap()) ReleaseHeap();
   const double y = std::log(std::max(cost_ns, 1.0) / std::max(bytes, 1.0));
   ++calls_[m];
   ++state_.samples;
@@ -392,6 +466,15 @@ AllocationMode AutoLearner::ObserveCall(AllocationMode mode, double cost_ns,
   if (std::isfinite(level[static_cast<int>(state_.mode)])) Lead(level);
   // Looks: only when the fewest calls of a measured mode grows.
   if (fewest < options_.min_samples || fewest <= looked_at_) {
+    return state_.mode;
+  }
+  // The prior's evidence: calls this cheap per byte are not made of many
+  // small objects (bulk bytes, a few strings), where heap may be as cheap
+  // as the others: heap is measured from here on (its calls start at 0, so
+  // no look until it has min_samples).
+  if (state_.prior_held_out &&
+      best < std::log(options_.prior_heap_ns_per_byte)) {
+    ReleaseHeap();
     return state_.mode;
   }
   looked_at_ = fewest;

@@ -49,6 +49,14 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     # (AutoOptions::confirm; within 15 %).
     "auto+confirm": ("auto", None, ["--auto_confirm_within=0.15"]),
     "auto+noconfirm": ("auto", None, ["--auto_confirm_within=0"]),
+    # auto without the prior by message size (AutoOptions::prior.min_bytes 0:
+    # heap measured on every method, as before the prior).
+    "auto+noprior": ("auto", None, ["--auto_prior_min_bytes=0"]),
+    # auto started with the decisions file the last `auto` run of the same
+    # service saved (AutoOptions::decisions_path): settled from the first
+    # call. `auto` saves its decisions to a fresh file per run (nothing to
+    # load), copied to OUT/decisions_<service>.json after the run.
+    "auto+loaded": ("auto", None, []),
     # The same, served by the binary of --baseline_server (an older build):
     # the before/after of a change to auto, side by side in one run.
     "auto@baseline": ("auto", None, []),
@@ -100,6 +108,12 @@ def rate_for(size):
 
 def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     mode, preload, extra = CONFIGS[config]
+    decisions = os.path.join(outdir, f"decisions_{svc['name']}.json")
+    learned = os.path.join(outdir, f"learned_{tag}.json")
+    if config == "auto":
+        extra = extra + [f"--auto_decisions={learned}"]
+    elif config == "auto+loaded":
+        extra = extra + [f"--auto_decisions={decisions}"]
     server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
     binary = args.baseline_server if config.endswith("@baseline") else args.server
     if preload == "glibc_tuned":
@@ -135,6 +149,8 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         peak = rpc_common.status_kib(server.proc.pid, "VmHWM") / 1024.0
     finally:
         rc = server.stop()
+    if config == "auto" and os.path.exists(learned):
+        os.replace(learned, decisions)
     # The server prints kAuto's choices at exit: "auto: <method> chose <mode> ...".
     time.sleep(0.2)
     # kAuto measures each method on its own, labelled by its gRPC name.
@@ -143,6 +159,8 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     auto_line = [l.strip() for l in server.log if l.startswith(prefix)]
     settle_prefix = f"settle: {svc['method'].lstrip('/')} "
     auto_line += [l.strip() for l in server.log if l.startswith(settle_prefix)]
+    auto_line += [l.strip() for l in server.log
+                  if l.startswith(f"decision: {svc['method'].lstrip('/')} ") or "auto decisions" in l]
     # With measuring on: "measuring cost: thread T s sampling S s process P s share X".
     cost = [l.split() for l in server.log if l.startswith("measuring cost:")]
     measuring_share = float(cost[-1][-1]) if cost else None

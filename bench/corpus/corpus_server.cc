@@ -87,6 +87,12 @@ ABSL_FLAG(double, auto_confirm_within, -1,
           "when a rival is within this share (0: off; -1: the default)");
 ABSL_FLAG(int, auto_confirm_pairs, 0,
           "--mode=auto: epoch pairs of a confirmation (0: the default)");
+ABSL_FLAG(double, auto_prior_min_bytes, -1,
+          "--mode=auto: AutoOptions::prior.min_bytes (0: the prior off; -1: "
+          "the default)");
+ABSL_FLAG(std::string, auto_decisions, "",
+          "--mode=auto: AutoOptions::decisions_path (load at start, save "
+          "each decision)");
 ABSL_FLAG(int, memory_trace_ms, 0,
           "write a memory trace line every N ms (memory_trace.h; 0: off)");
 ABSL_FLAG(std::string, memory_trace_file, "",
@@ -396,6 +402,11 @@ int main(int argc, char** argv) {
       options->automatic.confirm.pairs =
           absl::GetFlag(FLAGS_auto_confirm_pairs);
     }
+    if (absl::GetFlag(FLAGS_auto_prior_min_bytes) >= 0) {
+      options->automatic.prior.min_bytes =
+          absl::GetFlag(FLAGS_auto_prior_min_bytes);
+    }
+    options->automatic.decisions_path = absl::GetFlag(FLAGS_auto_decisions);
     const std::string learn = absl::GetFlag(FLAGS_auto_learn);
     if (learn == "real") {
       options->automatic.learn = arenarpc::AutoLearning::kRealCalls;
@@ -509,6 +520,11 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(m.malformed),
         static_cast<unsigned long long>(m.captured));
     if (m.automatic) {
+      std::fprintf(stderr, "decision: %s %s source %s (%llu with the prior)\n",
+                   m.method.c_str(),
+                   std::string(arenarpc::AllocationModeName(m.mode)).c_str(),
+                   arenarpc::DecisionSourceName(m.decision_source),
+                   static_cast<unsigned long long>(m.prior_decisions));
       std::fprintf(stderr,
                    "settle: %s after %llu samples %llu calls %.2f s; "
                    "%llu decisions, %llu modes dropped; %llu timed calls, "

@@ -146,7 +146,9 @@ class LearningBudget {
 // decisions (Bonferroni; measured on simulated ties in the unit test).
 // It settles as above, or when every measured mode has max_calls_per_mode
 // calls. Calls that mix sizes add variance (slower, not wrong: the modes
-// see the same mix, taken in turn).
+// see the same mix, taken in turn). With the prior (prior_min_bytes), a
+// method of large calls decides without heap (see the option).
+// Load(): a decision known beforehand (a decisions file), settled at once.
 // Thread safety: Wants(), Observe() and ObserveCall() under the learner's
 // lock, from any thread; current(), wants(), NextTrialMode(),
 // excess_share() and snapshot() from any thread.
@@ -160,7 +162,22 @@ struct AutoLearnerOptions {
   double lead = 0.25;
   double recheck_after_s = 30;
   int max_calls_per_mode = 32;  // real calls: a decision's most per mode
+  // Real calls, the prior (ServerOptions::automatic.prior): a method whose
+  // calls carry at least `prior_min_bytes` on the wire (request and
+  // response; the geometric mean of its timed calls, over its decisions)
+  // decides without heap: heap is not put on trial at all, unless the
+  // cheapest mode measured so far costs less than `prior_heap_ns_per_byte`
+  // at a look (then heap is measured like the others, from that look on).
+  // A method's first decision starts without heap and takes heap in as
+  // soon as a timed call shows the method small. 0: off (every mode
+  // measured).
+  double prior_min_bytes = 0;
+  double prior_heap_ns_per_byte = 0.5;
 };
+
+enum class DecisionSource { kNone = 0, kLearned, kPrior, kLoaded };
+// "none", "learned", "prior", "loaded".
+const char* DecisionSourceName(DecisionSource source);
 
 class AutoLearner {
  public:
@@ -176,6 +193,13 @@ class AutoLearner {
     uint64_t dropped_modes = 0;
     uint64_t first_decision_samples = 0;  // samples the first one took
     double first_decision_s = -1;         // when it was taken (-1: not yet)
+    // How the running decision came about: kLearned (every mode measured),
+    // kPrior (learned, heap held out by the prior), kLoaded (Load(), not
+    // re-checked since); kNone before the first.
+    DecisionSource source = DecisionSource::kNone;
+    bool prior_held_out = false;   // heap held out in this decision so far
+    uint64_t prior_decisions = 0;  // decisions taken with heap held out
+    uint64_t prior_released = 0;   // times the evidence took heap back in
   };
 
   explicit AutoLearner(const AutoLearnerOptions& options = {});
@@ -210,6 +234,14 @@ class AutoLearner {
   // which the chosen one is within `within`; none otherwise, and after a
   // side-thread decision.
   std::optional<AllocationMode> CloseRival(double within) const;
+  // A decision known before any call (a decisions file,
+  // ServerOptions::automatic.decisions_path): settled in `mode` with these
+  // costs (per call, ns; 0: unknown) at `now_s`, source kLoaded, re-checked
+  // recheck_after_s later as a learned one is. Ignored once a decision was
+  // taken (false then).
+  bool Load(AllocationMode mode,
+            const std::array<double, kNumAllocationModes>& cost_ns,
+            double now_s);
   // Settled: calls run in `mode` from now on (a confirmation's verdict,
   // src/internal/mode_confirmation.h); the re-check stays due when it was.
   // Ignored while learning.
@@ -230,6 +262,10 @@ class AutoLearner {
   using Pairs =
       std::array<std::array<double, kNumAllocationModes>, kNumAllocationModes>;
   void StartDecision() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The prior: whether the method's calls are large (prior_min_bytes), and
+  // heap taken back into the decision under way.
+  bool PriorHoldsHeap() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseHeap() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves calls to a measured mode `lead` cheaper (level: mean log cost).
   void Lead(const std::array<double, kNumAllocationModes>& level)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -265,6 +301,10 @@ class AutoLearner {
   std::array<double, kNumAllocationModes> call_square_
       ABSL_GUARDED_BY(mu_) = {};
   int looked_at_ ABSL_GUARDED_BY(mu_) = 0;
+  // The prior: mean log wire bytes of the method's timed calls (every
+  // decision), and how many.
+  double bytes_log_mean_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t bytes_n_ ABSL_GUARDED_BY(mu_) = 0;
   // Trials handed out per mode this decision (calls in flight included).
   std::array<std::atomic<int>, kNumAllocationModes> issued_ = {};
   std::atomic<int> last_trial_{-1};

@@ -36,6 +36,7 @@
 #include "arenarpc/page_pool.h"
 #include "capture.h"
 #include "src/grpc/auto_memory.h"
+#include "src/grpc/decision_file.h"
 #include "src/internal/background_thread.h"
 #include "src/internal/mode_confirmation.h"
 
@@ -64,7 +65,14 @@ struct MethodMeter::Impl {
         chooser(ModeChooserOptions{.initial = m == AllocationMode::kAuto
                                                   ? AllocationMode::kArena
                                                   : m}),
-        learner(AutoLearnerOptions{.recheck_after_s = a.recheck_after_s}),
+        learner(AutoLearnerOptions{
+            .recheck_after_s = a.recheck_after_s,
+            // The prior sizes real calls; paired samples time every mode.
+            .prior_min_bytes = m == AllocationMode::kAuto &&
+                                       a.learn == AutoLearning::kRealCalls
+                                   ? a.prior.min_bytes
+                                   : 0,
+            .prior_heap_ns_per_byte = a.prior.heap_ns_per_byte}),
         confirm({.pairs = a.confirm.pairs,
                  .epoch_calls = a.confirm.epoch_calls,
                  .epoch_s = a.confirm.epoch_s},
@@ -128,6 +136,9 @@ struct MethodMeter::Impl {
   std::atomic<uint64_t> side_samples{0};
   // kAuto: what the modes it stopped running in keep, given back.
   AutoMemory memory;
+  // kAuto: the learner's decisions counted when last told to the decisions
+  // file (AutoOptions::decisions_path).
+  std::atomic<uint64_t> decisions_filed{0};
   const TrimReusePools trim_reuse;
 };
 
@@ -165,6 +176,8 @@ double NowS() {
 // learner observed a call in `trial` of `bytes` (src/grpc/auto_memory.h),
 // billed to the learning budget.
 void ReleaseIdleModes(MethodMeter::Impl& m, AllocationMode trial, double bytes);
+// After a decision (either learner): the decisions file saves it.
+void FileDecision(MethodMeter::Impl& m);
 
 struct Sample {
   MethodMeter::Impl* method;
@@ -403,6 +416,7 @@ class Worker {
     m.learner.Observe(total, now);
     ReleaseIdleModes(m, m.learner.current(), 0);
     m.side_samples.fetch_add(1, std::memory_order_relaxed);
+    if (!m.learner.wants()) FileDecision(m);
     if (!m.decided.load(std::memory_order_relaxed) && !m.learner.wants()) {
       m.settle_calls.store(m.calls_to_decide.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);
@@ -545,6 +559,11 @@ std::optional<AllocationMode> ConfirmingCall(MethodMeter::Impl& m,
   return step.mode;
 }
 
+void FileDecision(MethodMeter::Impl& m) {
+  const uint64_t decisions = m.learner.snapshot().decisions;
+  if (m.decisions_filed.exchange(decisions) != decisions) DecisionSettled();
+}
+
 // After a real-call decision: confirm it if a rival is close.
 void MaybeConfirm(MethodMeter::Impl& m) {
   if (m.automatic.confirm.within <= 0) return;
@@ -572,6 +591,32 @@ uint32_t NextRandom() {
   return static_cast<uint32_t>(state >> 32);
 }
 
+// A kAuto method's identity in a decisions file.
+DecisionEntry IdentityOf(const MethodMeter::Impl& m) {
+  DecisionEntry id;
+  id.method = m.name;
+  const google::protobuf::Descriptor* request =
+      m.request_prototype->GetDescriptor();
+  const google::protobuf::Descriptor* response =
+      m.response_prototype->GetDescriptor();
+  id.request_type = std::string(request->full_name());
+  id.response_type = std::string(response->full_name());
+  id.schema = SchemaFingerprint(request, response);
+  id.protobuf = ProtobufVersion();
+  return id;
+}
+
+// Starts a kAuto method settled in a decision from a file: its calls run
+// in that mode at once, untimed, until the re-check.
+bool StartSettled(MethodMeter::Impl& m, const DecisionEntry& d) {
+  std::array<double, kNumAllocationModes> cost_ns;
+  for (int i = 0; i < kNumAllocationModes; ++i) cost_ns[i] = d.cost_us[i] * 1e3;
+  if (!m.learner.Load(d.mode, cost_ns, NowS())) return false;
+  m.recheck_s.store(m.learner.next_check_s(), std::memory_order_relaxed);
+  m.decided.store(true, std::memory_order_relaxed);
+  return true;
+}
+
 MeasuredMethodStats StatsOf(MethodMeter::Impl& m) {
   MeasuredMethodStats s;
   if (m.is_auto()) {
@@ -597,6 +642,8 @@ MeasuredMethodStats StatsOf(MethodMeter::Impl& m) {
     s.timed_calls = m.timed_calls.load(std::memory_order_relaxed);
     s.lost_calls = m.lost_calls.load(std::memory_order_relaxed);
     s.side_samples = m.side_samples.load(std::memory_order_relaxed);
+    s.decision_source = snap.source;
+    s.prior_decisions = snap.prior_decisions;
     s.callback_fallback = m.callback_fallback.load(std::memory_order_relaxed);
     const ModeConfirmation::Stats c = m.confirm.stats();
     s.confirmations = c.finished;
@@ -642,6 +689,39 @@ MethodMeter::MethodMeter(std::string name, AllocationMode mode,
     : impl_(new Impl(std::move(name), mode, shadow, automatic,
                      request_prototype, response_prototype, trim_reuse)) {
   Worker::Get().Register(impl_);
+  if (impl_->is_auto() && !automatic.decisions_path.empty()) {
+    if (const std::optional<DecisionEntry> d =
+            DecisionAtInstall(automatic.decisions_path,
+                              automatic.save_decisions, IdentityOf(*impl_))) {
+      StartSettled(*impl_, *d);
+    }
+  }
+}
+
+std::vector<DecisionEntry> AutoMethodDecisions() {
+  std::vector<DecisionEntry> out;
+  for (MethodMeter::Impl* m : Worker::Get().Methods()) {
+    if (!m->is_auto()) continue;
+    DecisionEntry e = IdentityOf(*m);
+    const AutoLearner::Snapshot snap = m->learner.snapshot();
+    e.source = snap.source;
+    e.mode = snap.mode;
+    for (int i = 0; i < kNumAllocationModes; ++i) {
+      e.cost_us[i] = snap.cost_ns[i] / 1e3;
+    }
+    e.calls = snap.samples;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+bool LoadAutoMethodDecision(const DecisionEntry& entry) {
+  for (MethodMeter::Impl* m : Worker::Get().Methods()) {
+    if (m->is_auto() && m->name == entry.method) {
+      return StartSettled(*m, entry);
+    }
+  }
+  return false;
 }
 
 AllocationMode MethodMeter::mode() const {
@@ -752,6 +832,7 @@ void MethodMeter::EndTimedCall(const CallTiming& timing) {
                            std::memory_order_relaxed);
     }
     MaybeConfirm(m);
+    FileDecision(m);
   }
   // Billed: the share of this call lost to a dearer mode, the bookkeeping
   // and the two clock reads around the call.

@@ -209,6 +209,20 @@ void RenderMeasured(Writer& w, std::string_view kind,
                static_cast<int>(a.recommended) == m ? 1 : 0);
     }
   }
+  if (automatic) {
+    w.Family(p + "decision", "gauge",
+             "kAuto: 1 per method, labelled with the mode its calls run in "
+             "and where that decision came from (learned: every mode "
+             "measured; prior: heap held out; loaded: a decisions file; "
+             "none: the first decision is being learned).");
+    for (const MeasuredMethodStats& a : methods) {
+      w.Sample(p + "decision",
+               absl::StrCat(method(a), ",", ModeLabel(static_cast<int>(a.mode)),
+                            ",source=\"", DecisionSourceName(a.decision_source),
+                            "\""),
+               1);
+    }
+  }
   w.Family(p + "cost_microseconds", "gauge",
            "Measured parse + destroy of a call's messages, per mode.");
   for (const MeasuredMethodStats& a : methods) {

@@ -23,6 +23,7 @@
 #define ARENARPC_GRPC_SERVER_OPTIONS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "arenarpc/allocation_mode.h"
 #include "arenarpc/grpc/shadow.h"
@@ -135,9 +136,52 @@ struct AutoConfirmOptions {
   double epoch_s = 0.25;
 };
 
+// kRealCalls: what is known before measuring (the prior). On every
+// service of 50 KB and more measured so far (the corpus's OTLP traces,
+// metrics and logs, HoraeDB, Cortex; our own) heap lost: its timed calls
+// cost 1.14-3.4x the best mode's on the sync corpus (74-847 KB), 2.2-3.4x
+// on HoraeDB and Cortex, so measuring it spent most of the learning
+// budget, and Cortex (847 KB) did not settle within 18 s. With the prior
+// Cortex settled in 4.8-5.5 s on reuse, never trying heap (sync API,
+// bench/corpus/README.md, "auto's prior"). A method whose timed calls
+// carry at least `min_bytes` on the wire (request and response, geometric
+// mean) decides between arena and reuse only: heap is never put on trial
+// unless the evidence asks for it, i.e. the cheapest mode measured costs
+// less than `heap_ns_per_byte` of CPU per wire byte at a look (bulk bytes
+// and few objects, where allocation matters little and heap may be as
+// cheap; the corpus's large services cost 1-7 ns a byte in arena, HoraeDB
+// down to 1.0 in one loaded round, where 1.0 took heap back in). A
+// method's first decision starts without heap and takes it in on the first
+// timed call that shows the method smaller. Each re-check applies the
+// prior again. Stats: MeasuredMethodStats::decision_source is kPrior for a
+// decision taken without heap. `min_bytes = 0`: off (every mode measured,
+// as before). Side-thread learning (paired samples) measures every mode.
+struct AutoPriorOptions {
+  double min_bytes = 48 << 10;
+  double heap_ns_per_byte = 0.5;
+};
+
+// Remembering decisions (`decisions_path`, empty: off). A file of settled
+// decisions (JSON; per method: its full name, request and response message
+// types and a fingerprint of their descriptors, the mode, the cost per call
+// of each mode measured, the calls, when; the protobuf version of the
+// file): at install, a kAuto method whose entry matches (same method, same
+// types and fingerprint, same protobuf version, a known file version)
+// starts settled in that mode with no trials (decision_source kLoaded) and
+// only re-checks, recheck_after_s later. An entry that does not match, or
+// a file that cannot be read or parsed, is ignored with one line on
+// stderr; calls go on, learning as without it. With `save_decisions` (the
+// default), each decision a method settles is written back (all kAuto
+// methods of the process, entries of methods not installed here kept),
+// off the call path, atomically (a temporary file in the same directory,
+// then rename), at most once a second. Explicit calls:
+// arenarpc/grpc/auto_decisions.h (SaveAutoDecisions, LoadAutoDecisions).
 struct AutoOptions {
   double max_cpu_share = 0.02;
   double recheck_after_s = 30;
+  AutoPriorOptions prior;      // per method
+  std::string decisions_path;  // process-wide: the first install's
+  bool save_decisions = true;
   // kRealCalls by default: side by side on the sync corpus it settled OTLP
   // logs in 85-96 calls (1.7-2.0 s) and traces in 11-13 s where the side
   // thread had not in 18 s, measuring 0.01-2.9 % of the CPU (side thread

@@ -29,7 +29,10 @@
 //                             (arenarpc_grpc_auto_*, label method="..."),
 //                             and shadow measurement's costs, recommended
 //                             mode and estimated saving per method
-//                             (arenarpc_grpc_shadow_*).
+//                             (arenarpc_grpc_shadow_*); kAuto's decision
+//                             per method and where it came from:
+//                             arenarpc_grpc_auto_decision{method, mode,
+//                             source="learned|prior|loaded|none"} 1.
 //
 // Thread safety: everything here may be called from any thread at any time.
 // Counters are read without stopping writers, so a snapshot taken under load
@@ -50,6 +53,7 @@
 #include "arenarpc/grpc/kill_switch.h"
 #include "arenarpc/message_pool.h"
 #include "arenarpc/metrics.h"  // GetMessagePoolStats, RegisterMessagePoolStats
+#include "arenarpc/mode_chooser.h"  // DecisionSource
 
 namespace arenarpc {
 
@@ -127,6 +131,12 @@ struct MeasuredMethodStats {
   double confirm_ratio = 0;
   double confirm_t = 0;
   double confirmed_s = 0;
+  // kAuto: where the running decision came from (learned with every mode
+  // measured, learned with heap held out by the prior, loaded from
+  // AutoOptions::decisions_path; kNone while the first is being learned),
+  // and the decisions taken with heap held out.
+  DecisionSource decision_source = DecisionSource::kNone;
+  uint64_t prior_decisions = 0;
 };
 using AutoMethodStats = MeasuredMethodStats;
 // Every measured method; GetAutoMethodStats() only kAuto's.
