@@ -24,6 +24,8 @@
 # Exit code 3 (and a message) when the sources cannot be had (no pip, no
 # registry).
 set -euo pipefail
+fixture_name=protobuf_fixture fixture_nice=10
+source "$(dirname "$0")/fixture_lib.sh"
 variant="${1:-release}"
 # asan: everything instrumented, protoc too (protobuf's inline code poisons
 # arena memory and abseil's containers change layout under ASan, so the
@@ -49,39 +51,17 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 cache="${ARENARPC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/arenarpc}"
 sdist="$cache/sources/grpcio_tools-$package_version.tar.gz"
 
-cxx="${CXX:-c++}"
 # Bump `recipe` when the build below changes.
 recipe=1
-key_text="$(echo "$package_sha256 $recipe $variant $flags $opt";
-            cat "$repo"/scripts/protobuf_fixture/*;
-            "$cxx" --version | head -n1)"
-key="$(printf '%s' "$key_text" | sha256sum | cut -c1-16)"
-prefix="$cache/protobuf-$protobuf_release-$variant-$key"
-if [ -f "$prefix/.complete" ]; then
-  echo "protobuf_fixture: cached $prefix" >&2
+if fixture_prefix "protobuf-$protobuf_release-$variant" \
+    "$package_sha256 $recipe $variant $flags $opt" "$repo"/scripts/protobuf_fixture/*; then
   echo "$prefix"
   exit 0
 fi
 
 mkdir -p "$cache/sources"
-if [ ! -f "$sdist" ]; then
-  download="$(mktemp -d "$cache/sources/download.XXXXXX")"
-  printf '%s==%s --hash=sha256:%s\n' "$package" "$package_version" \
-    "$package_sha256" > "$download/requirements.txt"
-  echo "protobuf_fixture: pip download $package==$package_version (sdist)" >&2
-  if ! python3 -m pip download --no-deps --no-binary :all: --require-hashes \
-      -r "$download/requirements.txt" -d "$download" >&2; then
-    rm -rf "$download"
-    echo "protobuf_fixture: could not fetch $package==$package_version with pip" >&2
-    exit 3
-  fi
-  mv "$download/grpcio_tools-$package_version.tar.gz" "$sdist"
-  rm -rf "$download"
-fi
-echo "$package_sha256  $sdist" | sha256sum --quiet -c >&2 || {
-  echo "protobuf_fixture: $sdist does not have the pinned sha256" >&2
-  exit 1
-}
+fixture_pip_sdist "$package" "$package_version" "$package_sha256" "$sdist" || exit $?
+fixture_check_sha256 "$package_sha256" "$sdist" || exit 1
 
 work="$(mktemp -d "$cache/build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -90,41 +70,16 @@ echo "protobuf_fixture: building protobuf $protobuf_release ($variant, from" \
 start=$SECONDS
 tar -xzf "$sdist" -C "$work"
 src="$work/grpcio_tools-$package_version"
-# 35.1 is C++ runtime 7.35.1, GOOGLE_PROTOBUF_VERSION 7035001.
-release_digits="$(printf '%03d%03d' "${protobuf_release%.*}" "${protobuf_release#*.}")"
-if ! grep -Eq "GOOGLE_PROTOBUF_VERSION [0-9]+$release_digits\$" \
-    "$src/third_party/protobuf/src/google/protobuf/stubs/common.h"; then
-  echo "protobuf_fixture: $package $package_version does not carry protobuf $protobuf_release" >&2
-  exit 1
-fi
+fixture_check_protobuf "$src" "$protobuf_release" || exit 1
 stage="$work/prefix"
 jobs="$(nproc)"
 [ "$jobs" -gt 2 ] || jobs=2
-launcher=()
-if [ "${ARENARPC_FIXTURE_CCACHE:-0}" = 1 ]; then
-  # Recipe changes rebuild through ccache; paths under $work are hashed
-  # relative, so each temporary directory hits.
-  export CCACHE_BASEDIR="$work" CCACHE_NOHASHDIR=1
-  export CCACHE_DIR="${CCACHE_DIR:-$cache/ccache}"
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-fi
+fixture_launcher "$work"
 # protoc runs in users' builds; under ASan its exit-time leaks are not ours.
 export ASAN_OPTIONS=detect_leaks=0
-{
-  nice -n 10 cmake -S "$repo/scripts/protobuf_fixture" -B "$work/build" -G Ninja \
-    -DSDIST="$src" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
-    "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" \
-    "-DCMAKE_C_FLAGS_RELEASE=$opt -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG" \
-    "-DCMAKE_EXE_LINKER_FLAGS=$flags" -DCMAKE_INSTALL_PREFIX="$stage" &&
-  nice -n 10 cmake --build "$work/build" -j "$jobs" &&
-  cmake --install "$work/build" &&
-  # The protoc must run (it generates every test's code).
-  "$stage/bin/protoc" --version
-} > "$work/build.log" 2>&1 || {
-  tail -n 60 "$work/build.log" >&2
-  echo "protobuf_fixture: build failed (log above)" >&2
-  exit 1
-}
+fixture_build "$repo/scripts/protobuf_fixture" -DSDIST="$src" || exit 1
+# The protoc must run (it generates every test's code).
+"$stage/bin/protoc" --version >> "$work/build.log" 2>&1 || { fixture_failed; exit 1; }
 rm -rf "$prefix"
 mv "$stage" "$prefix"
 touch "$prefix/.complete"

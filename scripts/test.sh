@@ -14,18 +14,32 @@
 # it runs only the glibc-malloc tests (which a sanitizer build skips), and
 # through ccache a warm run costs little. Then the fuzz leg: each libFuzzer harness
 # for 60 s (scripts/fuzz.sh). Every build treats warnings as errors
-# (ARENARPC_WERROR). ARENARPC_TEST_LEGS picks legs (default
+# (ARENARPC_WERROR). The grpc156-record leg checks that the gRPC 1.56.2
+# leg's kept output is this tree's (scripts/grpc_leg.sh: too long cold for
+# CI, run by hand on every change to the adapters' gRPC side; the grpc156
+# leg runs it). ARENARPC_TEST_LEGS picks legs (default
 # "format tsa release asan tsan fuzz modern").
+# Each leg prints the seconds it took, and the whole run too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+run_start=$SECONDS
+trap 'echo "test.sh: the whole run took $((SECONDS - run_start)) s (exit $?)"' EXIT
 scripts/deps.sh
 
 jobs=$(nproc)
 legs=" ${ARENARPC_TEST_LEGS:-format tsa release asan tsan fuzz modern} "
 leg() { [[ "$legs" == *" $1 "* ]]; }
 
+# First, as it takes a second: a change to src/grpc or
+# include/arenarpc/grpc needs the gRPC 1.56.2 leg run again on it.
+if leg grpc156-record; then
+  bash scripts/grpc_leg.sh --check
+fi
+
 if leg format; then
+  leg_start=$SECONDS
   scripts/format.sh --check
+  echo "test.sh: the format leg took $((SECONDS - leg_start)) s"
 fi
 
 # ccache keeps warm runs of every leg short (its cache next to the
@@ -99,6 +113,14 @@ if leg fuzz; then
   leg_start=$SECONDS
   ARENARPC_JOBS="$jobs" scripts/fuzz.sh 60
   echo "test.sh: the fuzz leg took $((SECONDS - leg_start)) s"
+fi
+
+# Opt-in (ARENARPC_TEST_LEGS=grpc156): the adapters against gRPC 1.56.2,
+# refreshing docs/raw/grpc_versions/grpc156.txt.
+if leg grpc156; then
+  leg_start=$SECONDS
+  bash scripts/grpc_leg.sh
+  echo "test.sh: the grpc156 leg took $((SECONDS - leg_start)) s"
 fi
 
 leg modern || exit 0

@@ -60,6 +60,11 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     # The same, served by the binary of --baseline_server (an older build):
     # the before/after of a change to auto, side by side in one run.
     "auto@baseline": ("auto", None, []),
+    # Another build's server in the same modes (e.g. against another gRPC
+    # release: scripts/grpc_leg.sh's build as --build, Debian's as baseline).
+    "plain@baseline": ("none", None, []),
+    "arena@baseline": ("arena", None, []),
+    "reuse@baseline": ("reuse", None, []),
     # Shadow measurement's own cost: arena with 1 call in 100 measured.
     "arena+shadow": ("arena", None, ["--shadow_sample_one_in=100"]),
     # glibc's malloc told to keep what it frees (GLIBC_TUNED): zero code,
@@ -291,7 +296,7 @@ def main():
     p.add_argument("--warmup", type=float, default=3)
     p.add_argument("--smoke", action="store_true", help="1 round of 1 s per configuration")
     p.add_argument("--baseline_server", default="",
-                   help="corpus server binary for the auto@baseline configuration")
+                   help="corpus server binary for the *@baseline configurations")
     p.add_argument("--auto_warmup_calls", type=float, default=0,
                    help="auto's warm-up lasts at least this many calls (300 in the older learner's runs)")
     args = p.parse_args()
