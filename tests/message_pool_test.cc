@@ -197,13 +197,13 @@ TEST(MessagePoolTest, KeepsTheCapacityOfRepeatedFields) {
 
   MessagePool<test::Batch> pool(o);
   ExpectSameObjects(pool, big_wire, small_wire);
-  // Nothing allocated again: on 3.21 the instance is on an arena; on v22+ on
+  // Nothing allocated again: on 3.21 the instance is on an arena; on v24+ on
   // the heap, where parsing keeps the strings (internal/protobuf_compat.h).
   EXPECT_GE(pool.Stats().kept_percent, 95u);
   EXPECT_EQ(pool.Acquire()->GetArena() == nullptr,
             internal::kArenaParseRecreatesStrings);
 
-  // Forced onto an arena, v22+ re-creates every singular string (a new
+  // Forced onto an arena, v24+ re-creates every singular string (a new
   // std::string on the arena per parse); the series, labels and samples stay.
   o.arena_instances = true;
   MessagePool<test::Batch> on_arena(o);
@@ -219,7 +219,7 @@ TEST(MessagePoolTest, KeepsTheCapacityOfRepeatedFields) {
 
 TEST(MessagePoolTest, HeapInstanceKeepsStringBuffers) {
   // A singular string parsed again into a reused instance keeps its buffer
-  // where the pool chose the heap (v22+); with instances on arenas 3.21 does.
+  // where the pool chose the heap (v24+); with instances on arenas 3.21 does.
   MessagePool<test::Batch> pool;
   std::mt19937 rng(5);
   test::Batch b;
@@ -464,7 +464,7 @@ SkewedInputs MakeSkewedInputs(uint32_t seed) {
 }
 
 TEST(MessagePoolTest, LargeInputGoesToAFreshArenaNotTheHeapInstance) {
-  // Heap instances (v22+): ParseFrom() of an input above the bound parses
+  // Heap instances (v24+): ParseFrom() of an input above the bound parses
   // it on a fresh arena; the heap instance is neither grown nor evicted.
   // Arena instances (3.21) take it on their arena and are evicted.
   auto [o, small_wire, big_wire] = MakeSkewedInputs(12);
@@ -587,7 +587,7 @@ void ExpectUnroutedLargeTurnsHeapInstancesOff(MessagePoolOptions o,
 }
 
 TEST(MessagePoolTest, UnroutedLargeInputTurnsHeapInstancesOffForAWhile) {
-  // Heap instances (v22+): an input above the bound parsed into the
+  // Heap instances (v24+): an input above the bound parsed into the
   // instance with protobuf's own ParseFromString (the pool could not route
   // it) is seen on return; the pool then serves fresh arenas, and heap
   // instances again after unrouted_fresh_returns returns. Arena instances

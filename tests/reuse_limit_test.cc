@@ -109,13 +109,14 @@ void ExpectLimitMatchesClear(const Message& prototype, int depth) {
   uint64_t fresh = 0;
   const uint64_t regrown = RegrowthAfterClear(prototype, wire, &fresh);
   if (!internal::kArenaParseRecreatesStrings) {
-    // 3.21: nothing is allocated again exactly when Clear() kept everything.
+    // 3.21 and 23.x: nothing is allocated again exactly when Clear() kept
+    // everything.
     EXPECT_EQ(limit.empty(), regrown == 0)
         << prototype.GetTypeName() << ": ReuseLimit \"" << limit << "\", yet "
         << regrown << " of " << fresh
         << " arena bytes allocated again after Clear()";
   } else if (limit.empty()) {
-    // v22+ (33.6 measured): parsing a singular string field into an arena
+    // v24+ (33.6 measured): parsing a singular string field into an arena
     // message builds a new std::string object on the arena (32 bytes per
     // field per use), so even a type Clear() keeps re-allocates some bytes;
     // the structure (sub-messages, repeated elements) must stay.

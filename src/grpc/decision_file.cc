@@ -291,7 +291,8 @@ absl::StatusOr<std::vector<DecisionEntry>> ParseDecisions(
   return out;
 }
 
-std::string FormatDecisions(const std::vector<DecisionEntry>& entries) {
+absl::StatusOr<std::string> FormatDecisions(
+    const std::vector<DecisionEntry>& entries) {
   Struct file;
   auto& f = *file.mutable_fields();
   f["format"].set_string_value(kFormat);
@@ -308,8 +309,16 @@ std::string FormatDecisions(const std::vector<DecisionEntry>& entries) {
     d["source"].set_string_value(DecisionSourceName(e.source));
     auto& cost = *d["cost_us"].mutable_struct_value()->mutable_fields();
     for (int i = 0; i < kNumAllocationModes; ++i) {
-      cost[std::string(AllocationModeName(static_cast<AllocationMode>(i)))]
-          .set_number_value(std::round(e.cost_us[i] * 10) / 10);
+      const std::string mode(
+          AllocationModeName(static_cast<AllocationMode>(i)));
+      // JSON has no such number: protobuf 3.21 writes "Infinity", which
+      // ParseDecisions reads back as no cost.
+      if (!std::isfinite(e.cost_us[i])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("decision for ", e.method, ": the ", mode,
+                         " cost is not a finite number"));
+      }
+      cost[mode].set_number_value(std::round(e.cost_us[i] * 10) / 10);
     }
     d["calls"].set_number_value(static_cast<double>(e.calls));
     d["saved_unix_s"].set_number_value(std::round(e.saved_unix_s));
@@ -317,7 +326,12 @@ std::string FormatDecisions(const std::vector<DecisionEntry>& entries) {
   std::string out;
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
-  google::protobuf::util::MessageToJsonString(file, &out, options);
+  const auto printed =
+      google::protobuf::util::MessageToJsonString(file, &out, options);
+  if (!printed.ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot format the decisions: ", printed.ToString()));
+  }
   return out;
 }
 
@@ -401,7 +415,9 @@ absl::Status SaveAutoDecisions(const std::string& path) {
       }
     }
   }
-  const std::string text = internal::FormatDecisions(out);
+  const absl::StatusOr<std::string> formatted = internal::FormatDecisions(out);
+  if (!formatted.ok()) return formatted.status();
+  const std::string& text = *formatted;
   // The temporary file next to the target (rename() stays on one file
   // system), unique per process and write.
   static std::atomic<uint64_t> serial{0};

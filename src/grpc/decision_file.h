@@ -54,7 +54,10 @@ std::string SchemaFingerprint(const google::protobuf::Descriptor* request,
 // `skipped` ("entry 3: ...").
 absl::StatusOr<std::vector<DecisionEntry>> ParseDecisions(
     std::string_view json, std::vector<std::string>* skipped);
-std::string FormatDecisions(const std::vector<DecisionEntry>& entries);
+// The file's text for `entries`; InvalidArgument for a cost that is not a
+// finite number, Internal where protobuf's JSON printer refuses the rest.
+absl::StatusOr<std::string> FormatDecisions(
+    const std::vector<DecisionEntry>& entries);
 
 // Why `entry` does not apply to the installed method `id` (same name):
 // empty if it does.

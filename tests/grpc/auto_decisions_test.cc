@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -52,6 +53,13 @@ void WriteText(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 }
 
+// A file's text; fails the test where the entries cannot be formatted.
+std::string Format(const std::vector<DecisionEntry>& entries) {
+  const absl::StatusOr<std::string> text = internal::FormatDecisions(entries);
+  EXPECT_TRUE(text.ok()) << text.status();
+  return text.ok() ? *text : std::string();
+}
+
 std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
@@ -81,6 +89,21 @@ DecisionEntry EchoDecision(const std::string& method, AllocationMode mode) {
   return e;
 }
 
+// A cost that is no number has no JSON form: a clear error on every
+// protobuf version, not a file that reads it back as 0 (3.21's printer
+// writes "Infinity"). Seen red without
+// FormatDecisions' isfinite check on 3.21 (a file, "arena": "Infinity").
+TEST(AutoDecisionsFileTest, AnInfiniteCostIsAnErrorNotAFile) {
+  DecisionEntry e = EchoDecision("/p.S/A", AllocationMode::kReuse);
+  e.cost_us[1] = std::numeric_limits<double>::infinity();
+  const absl::StatusOr<std::string> text = internal::FormatDecisions({e});
+  ASSERT_FALSE(text.ok()) << *text;
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(text.status().message().find("/p.S/A"), std::string::npos);
+  e.cost_us[1] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(internal::FormatDecisions({e}).ok());
+}
+
 // Seen red with ReadEntry's `e->mode = *m;` removed (every mode read back
 // as arena).
 TEST(AutoDecisionsFileTest, RoundTripKeepsEveryField) {
@@ -88,8 +111,7 @@ TEST(AutoDecisionsFileTest, RoundTripKeepsEveryField) {
       EchoDecision("/p.S/A", AllocationMode::kReuse),
       EchoDecision("/p.S/B", AllocationMode::kHeap)};
   std::vector<std::string> skipped;
-  const auto out =
-      internal::ParseDecisions(internal::FormatDecisions(in), &skipped);
+  const auto out = internal::ParseDecisions(Format(in), &skipped);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(skipped.empty());
   ASSERT_EQ(out->size(), 2u);
@@ -142,8 +164,8 @@ TEST(AutoDecisionsFileTest, BadFilesAreErrorsAndBadEntriesAreSkipped) {
                 .code(),
             absl::StatusCode::kInvalidArgument);
   // A file cut short (a writer that did not rename atomically).
-  const std::string good = internal::FormatDecisions(
-      {EchoDecision("/p.S/A", AllocationMode::kReuse)});
+  const std::string good =
+      Format({EchoDecision("/p.S/A", AllocationMode::kReuse)});
   EXPECT_EQ(parse(good.substr(0, good.size() / 2)).status().code(),
             absl::StatusCode::kInvalidArgument);
   // Entries: one good, the rest skipped with a reason each.
@@ -246,7 +268,7 @@ TEST(AutoDecisionsLoadTest, LoadsOnlyMatchingEntries) {
   file[2].request_type = "arenarpc.echo.Item";
   file[3].schema = "0123456789abcdef";  // the .proto changed
   const std::string path = TempPath("load");
-  WriteText(path, internal::FormatDecisions(file));
+  WriteText(path, Format(file));
   const absl::StatusOr<int> started = LoadAutoDecisions(path);
   ASSERT_TRUE(started.ok()) << started.status();
   EXPECT_EQ(*started, 1);
@@ -287,8 +309,7 @@ TEST(AutoDecisionsSaveTest, SavesOnSettleAndKeepsOtherMethods) {
   mkdir(dir.c_str(), 0755);
   const std::string path = dir + "/decisions.json";
   // Another replica's file: a method this process does not install.
-  WriteText(path, internal::FormatDecisions(
-                      {EchoDecision("/t.Other/M", AllocationMode::kArena)}));
+  WriteText(path, Format({EchoDecision("/t.Other/M", AllocationMode::kArena)}));
   AutoOptions automatic;
   automatic.max_cpu_share = 1.0;  // every call may be timed
   automatic.decisions_path = path;
@@ -344,8 +365,7 @@ TEST(AutoDecisionsSaveTest, SavesOnSettleAndKeepsOtherMethods) {
 TEST(AutoDecisionsServerTest, FirstCallsRunInTheLoadedMode) {
   const std::string method = "arenarpc.echo.EchoService/Echo";
   const std::string path = TempPath("server");
-  WriteText(path, internal::FormatDecisions(
-                      {EchoDecision(method, AllocationMode::kReuse)}));
+  WriteText(path, Format({EchoDecision(method, AllocationMode::kReuse)}));
   ServerOptions options(AllocationMode::kAuto);
   options.automatic.max_cpu_share = 1.0;  // trials would be taken at once
   options.automatic.decisions_path = path;

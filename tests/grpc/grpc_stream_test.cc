@@ -21,6 +21,7 @@
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/grpc/streaming.h"
+#include "arenarpc/internal/protobuf_compat.h"
 #include "arenarpc/page_pool.h"
 #include "grpc/grpc_test_util.h"
 #include "stream_test.grpc.pb.h"
@@ -462,7 +463,12 @@ TEST_P(GrpcStreamTest, LongStreamGrowthIsBounded) {
 }
 
 // The contrast the bound above rules out: one arena message parsed into
-// again and again grows with the stream.
+// again and again grows with the stream, where protobuf abandons something
+// on the arena at each parse: up to v22 Clear() drops every proto3 singular
+// sub-message (`inner`, each item's `leaf`); from v24 every singular string
+// is re-created (internal/protobuf_compat.h). 23.x does neither: its
+// Clear() keeps the sub-messages and its generated parser parses into the
+// strings already there, so the message stays the size of its first parse.
 TEST(StreamGrowthControl, OneReusedArenaMessageGrows) {
   ScopedArena arena;
   auto* m = arena.Create<Chunk>();
@@ -474,7 +480,13 @@ TEST(StreamGrowthControl, OneReusedArenaMessageGrows) {
     ASSERT_EQ(m->items_size(), c.items_size());
     if (i == 0) after_first = arena.SpaceAllocated();
   }
-  EXPECT_GT(arena.SpaceAllocated(), 8 * after_first);
+  if (!internal::kProto3SingularMessagesHaveHasbits ||
+      internal::kArenaParseRecreatesStrings) {
+    EXPECT_GT(arena.SpaceAllocated(), 8 * after_first);
+  } else {
+    // Only the payloads' and blobs' buffers grow to the longest seen.
+    EXPECT_LT(arena.SpaceAllocated(), 2 * after_first);
+  }
 }
 
 // Heap mode keeps one message per direction. An outgoing one is cleared at

@@ -8,7 +8,8 @@
 //   options.automatic.decisions_path = path;
 //   r = mysvc::InstallMyServiceAllocators(&service, options);
 //   ...
-//   absl::Status s = arenarpc::SaveAutoDecisions(path);  // e.g. at shutdown
+//   absl::Status s = arenarpc::SaveAutoDecisions(
+//       options.automatic.decisions_path);  // e.g. at shutdown
 //
 // The file: JSON (protobuf's json_util over google.protobuf.Struct), one
 // entry per method:
