@@ -3,9 +3,8 @@
 // (AutoOptions::decisions_path does both on its own; these are the
 // explicit calls).
 //
-//   const std::string path = "/var/lib/mysvc/auto_decisions.json";
 //   arenarpc::ServerOptions options(arenarpc::AllocationMode::kAuto);
-//   options.automatic.decisions_path = path;
+//   options.automatic.decisions_path = "/var/lib/mysvc/auto_decisions.json";
 //   r = mysvc::InstallMyServiceAllocators(&service, options);
 //   ...
 //   absl::Status s = arenarpc::SaveAutoDecisions(
