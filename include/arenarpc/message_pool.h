@@ -15,7 +15,7 @@
 //   arenarpc::MessagePool<google::protobuf::Message> any(&prototype);
 //
 // Each pooled instance lives on an arena of its own (pooled pages); on
-// protobuf v22+ an instance of a type Clear() keeps whole lives on the heap
+// protobuf v24+ an instance of a type Clear() keeps whole lives on the heap
 // instead (there, parsing into an arena message gives each singular string
 // a new std::string every time; into a heap message it reuses the buffer).
 // Reuse keeps what protobuf keeps on Clear(): the elements and capacity of
@@ -49,7 +49,7 @@
 //  - idle bound: at most idle_per_thread instances per thread plus idle_max
 //    process-wide; the rest are destroyed.
 //
-// Large inputs (heap instances, protobuf v22+): PooledMessage::ParseFrom()
+// Large inputs (heap instances, protobuf v24+): PooledMessage::ParseFrom()
 // parses an input above the growth guard's bound (one the guard would evict
 // the instance for) into a message on a fresh arena of pooled pages instead
 // of the heap instance, and the handle then points to that message; on
@@ -69,11 +69,11 @@
 // unrouted_fresh_returns returns, serves fresh arenas instead of heap
 // instances (arena mode; MessagePoolStats::unrouted_large,
 // fresh_arenas_now), then tries heap instances again. On the skewed sizes
-// above parsed with ParseFromString (3.21 with v22+'s heap instances
+// above parsed with ParseFromString (3.21 with v24+'s heap instances
 // forced, docs/raw/reuse_skew/unrouted/): 2.2x a fresh arena's CPU without
 // this, 1.12x with it (why not 1.0x is not measured yet; its peak RSS, 119
 // MiB against 99, points at the instances that took a large input before
-// one was seen; ParseFrom(): 0.95x). Arena instances (before v22) need none
+// one was seen; ParseFrom(): 0.95x). Arena instances (before v24) need none
 // of it.
 //
 // Out of memory: instances live on arenas, which take blocks from the heap
@@ -159,7 +159,7 @@ struct MessagePoolOptions {
   // (ReuseLimit() not empty). Off: such a pool gives each use a fresh arena.
   bool reuse_lossy_types = false;
   // Keep instances on arenas even where heap instances keep more (protobuf
-  // v22+, see above); bench/corpus/corpus_bench.cc's reuse_arena mode
+  // v24+, see above); bench/corpus/corpus_bench.cc's reuse_arena mode
   // measures it.
   bool arena_instances = false;
   // Heap instances: ParseFrom() puts an input above the growth bound on a
@@ -259,7 +259,7 @@ class MessagePoolCore {
   const std::string reuse_limit_;  // "" if Clear() keeps every field
   const bool fresh_arenas_;        // reset the arena instead of Clear()
   // Instances on the heap, not on arenas: where parsing into an arena
-  // message re-creates its strings (protobuf v22+, internal/protobuf_compat.h)
+  // message re-creates its strings (protobuf v24+, internal/protobuf_compat.h)
   // and Clear() keeps the whole type, a heap instance keeps every buffer.
   const bool heap_instances_;
   std::unique_ptr<Cache> cache_;
@@ -291,7 +291,7 @@ void SetMessagePoolDestroyedHook(void (*hook)(const void* pool));
 void NotifyMessagePoolDestroyed(const void* pool);
 
 // Tests and benchmarks only: pools constructed while on put their instances
-// on the heap on every protobuf version, as they do on v22+ (where the
+// on the heap on every protobuf version, as they do on v24+ (where the
 // choice matters: see the top of this file), so that the heap-instance
 // paths run on 3.21 too.
 void SetHeapInstancesForTest(bool on);
