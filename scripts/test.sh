@@ -8,11 +8,11 @@
 # TSan-instrumented, see docs/MEASURE.md), then the core against protobuf 35.1
 # under ASan (see the end; skipped, and said so, when pip cannot fetch its
 # sources).
-# Installs what it needs first. The release leg builds everything (library,
-# tests, benchmarks, tools) as a user's Release build does (gcc -O2 warns
+# Installs what it needs first. The release leg builds what a user's
+# Release build does (library, tools, examples, benchmarks; gcc -O2 warns
 # about more than -O0: -Wrestrict, -Wmaybe-uninitialized), with -Werror;
-# it runs only the glibc-malloc tests (which a sanitizer build skips), and
-# through ccache a warm run costs little. Then the fuzz leg: each libFuzzer harness
+# it builds and runs only the glibc-malloc tests (which a sanitizer build
+# skips); through ccache a warm run costs little. Then the fuzz leg: each libFuzzer harness
 # for 60 s (scripts/fuzz.sh). Every build treats warnings as errors
 # (ARENARPC_WERROR). The grpc156-record leg, first as it takes a second,
 # checks that the gRPC 1.56.2 leg's kept output is this tree's
@@ -77,10 +77,12 @@ if leg release; then
   cmake -S . -B build/release-werror -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DARENARPC_WERROR=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
     -DCMAKE_C_COMPILER_LAUNCHER=ccache
-  cmake --build build/release-werror -j "$jobs"
-  # TuneGlibcMalloc's tests observe glibc's malloc, which a sanitizer
-  # replaces (they skip there): they run here, with glibc's and with
-  # jemalloc preloaded.
+  # Everything but the tests (the ASan leg builds those), and the one
+  # test binary this leg runs: TuneGlibcMalloc's tests observe glibc's
+  # malloc, which a sanitizer replaces (they skip there): they run here,
+  # with glibc's and with jemalloc preloaded.
+  cmake --build build/release-werror -j "$jobs" \
+    --target arenarpc_user_targets malloc_tuning_test
   cd build/release-werror && ctest -R 'MallocTuning|malloc_tuning' --output-on-failure
   )
   echo "test.sh: the release leg took $((SECONDS - leg_start)) s"
@@ -105,7 +107,9 @@ cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache
 # TSan needs a narrow mmap layout on kernels with high ASLR entropy; the
 # build runs TSan binaries too (protoc-gen-arenarpc, gtest discovery).
-setarch "$(uname -m)" -R cmake --build build/tsan -j "$jobs"
+# Only the concurrency tests' executables: the leg runs nothing else.
+setarch "$(uname -m)" -R cmake --build build/tsan -j "$jobs" \
+  --target arenarpc_concurrency_tests
 (cd build/tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   setarch "$(uname -m)" -R ctest -L concurrency --output-on-failure -j "$jobs")
 echo "test.sh: the tsan leg took $((SECONDS - leg_start)) s"
