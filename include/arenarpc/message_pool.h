@@ -69,12 +69,11 @@
 // unrouted_fresh_returns returns, serves fresh arenas instead of heap
 // instances (arena mode; MessagePoolStats::unrouted_large,
 // fresh_arenas_now), then tries heap instances again. On the skewed sizes
-// above parsed with ParseFromString (3.21 with v24+'s heap instances
-// forced, docs/raw/reuse_skew/unrouted/): 2.2x a fresh arena's CPU without
-// this, 1.12x with it (why not 1.0x is not measured yet; its peak RSS, 119
-// MiB against 99, points at the instances that took a large input before
-// one was seen; ParseFrom(): 0.95x). Arena instances (before v24) need none
-// of it.
+// above parsed with ParseFromString on protobuf 35.1
+// (docs/raw/reuse_skew/unrouted/protobuf35/): 2.75-2.80x a fresh arena's
+// CPU without this, 1.03-1.07x with it (each use is then a fresh arena
+// plus the pool's bookkeeping; peak RSS 1.06-1.16x); ParseFrom():
+// 0.92-0.94x. Arena instances (before v24) need none of it.
 //
 // Out of memory: instances live on arenas, which take blocks from the heap
 // when the page pool has none (arena.h), so Acquire() and parsing fail only
