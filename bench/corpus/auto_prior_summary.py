@@ -11,7 +11,8 @@ best preloaded malloc; auto's peak RSS against the chosen mode's; auto's
 measuring share (medians of rounds). Then latency (p50, p99, p99.9 where
 the run recorded it) of auto and auto+loaded against the best fixed mode,
 and per round what auto's learning did (timed calls, calls lost to a
-thread change, side-thread samples, a fall-back to the side thread).
+thread change, side-thread samples, a fall-back to the side thread) and
+auto's CPU against the same round's run of the fixed mode it chose.
 """
 import json
 import os
@@ -78,8 +79,17 @@ def main():
             learn = [LEARN.search(l) for l in r.get("auto_log", []) if l.startswith("settle: ")]
             calls = "; ".join(f"{m.group(1)} timed, {m.group(2)} lost, {m.group(3)} side"
                               + (", fell back" if m.group(4) else "") for m in learn if m)
+            # Against the mode it ran in, round by round (the same round's
+            # run of that fixed mode): what is left once rounds drift.
+            chose = [l.split(" chose ")[1].split()[0] for l in r.get("auto_log", [])
+                     if l.startswith("auto: ") and " chose " in l]
+            by = {(x["service"], x["config"]): x for x in results}
+            paired = [f"{cpu / by[(r['service'], m)]['cpu_us_rounds'][i]:.2f} {m}"
+                      for i, (cpu, m) in enumerate(zip(r.get("cpu_us_rounds", []), chose))
+                      if (r["service"], m) in by and i < len(by[(r["service"], m)]["cpu_us_rounds"])]
             print(f"- {os.path.basename(os.path.normpath(d))} {r['service']} {r['config']}: {text}; "
-                  f"source {', '.join(sources)}" + (f"; calls {calls}" if calls else ""))
+                  f"source {', '.join(sources)}" + (f"; calls {calls}" if calls else "")
+                  + (f"; CPU / that round's fixed mode it ran: {', '.join(paired)}" if paired else ""))
 
 
 def latency(dirs):
