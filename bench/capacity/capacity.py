@@ -74,6 +74,9 @@ def make_target(args, name):
         subprocess.run([os.path.join(args.build, "examples", "arenarpc_echo_payload"),
                         f"--scale={args.echo_scale}", "--seed=7", f"--out={path}"],
                        check=True, capture_output=True)
+        if args.api == "async":  # the async echo is its own example (no --api)
+            server = os.path.join(args.build, "examples", "arenarpc_echo_async_server")
+            return server, [], ECHO_METHOD, path, os.path.getsize(path)
         server = os.path.join(args.build, "examples", "arenarpc_echo_server")
         return server, [f"--api={args.api}"], ECHO_METHOD, path, os.path.getsize(path)
     svc = [s for s in corpus_rpc.services(args.build) if s["name"] == name]
