@@ -456,6 +456,29 @@ def plot(results, modes, path, title, objective_ms):
     plt.close(fig)
 
 
+# The same in every step of a run (in the json's args and request_bytes) or
+# derived from the kept fields: not stored per step.
+STEP_CONSTANTS = ("seconds", "warmup_s", "channels", "request_bytes", "ok_per_s", "response_bytes")
+
+
+def compact(results):
+    """The results without each step's constant fields (a smaller json)."""
+    def strip(s):
+        return {k: v for k, v in s.items() if k not in STEP_CONSTANTS and not (k == "failed_by_code" and not v)}
+
+    out = []
+    for r in results:
+        r = dict(r)
+        for k in ("unloaded", "at_cap", "half"):
+            if k in r:
+                r[k] = strip(r[k])
+        for k in ("steps", "confirm_steps", "steps_client_starved"):
+            if k in r:
+                r[k] = [strip(s) for s in r[k]]
+        out.append(r)
+    return out
+
+
 def _interrupted(signum, frame):
     raise KeyboardInterrupt  # the servers under test are stopped on the way out
 
@@ -559,7 +582,7 @@ def main():
         text = table(rows, title, args.objective_ms)
         with open(json_path, "w") as f:
             json.dump({"target": name, "api": args.api, "request_bytes": target[4], "args": vars(args),
-                       "rows": rows, "results": results}, f, indent=None, separators=(",", ":"))
+                       "rows": rows, "results": compact(results)}, f, indent=None, separators=(",", ":"))
         with open(os.path.join(args.out, stem + ".md"), "w") as f:
             f.write(text + "\n")
         plot(results, modes, os.path.join(plot_dir, stem + ".png"),
