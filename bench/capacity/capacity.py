@@ -74,6 +74,9 @@ def make_target(args, name):
         subprocess.run([os.path.join(args.build, "examples", "arenarpc_echo_payload"),
                         f"--scale={args.echo_scale}", "--seed=7", f"--out={path}"],
                        check=True, capture_output=True)
+        if args.api == "async":  # the async echo is its own example (no --api)
+            server = os.path.join(args.build, "examples", "arenarpc_echo_async_server")
+            return server, [], ECHO_METHOD, path, os.path.getsize(path)
         server = os.path.join(args.build, "examples", "arenarpc_echo_server")
         return server, [f"--api={args.api}"], ECHO_METHOD, path, os.path.getsize(path)
     svc = [s for s in corpus_rpc.services(args.build) if s["name"] == name]
@@ -94,20 +97,41 @@ def reset_peak(pid):
         return False
 
 
-def run_delay_s(pid):
-    """Seconds the process's threads waited on a run queue (schedstat's second
-    field, summed over its live threads): CPU the machine's other work took."""
-    total = 0
+def run_delays(pid):
+    """{tid: ns} the process's live threads waited on a run queue
+    (schedstat's second field): behind each other on the server's one core,
+    or behind the machine's other work."""
+    out = {}
     try:
         for tid in os.listdir(f"/proc/{pid}/task"):
             try:
                 with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[1])
+                    out[tid] = int(f.read().split()[1])
             except (OSError, IndexError, ValueError):
                 pass
     except OSError:
-        return float("nan")
-    return total / 1e9
+        pass
+    return out
+
+
+def run_delay_s(before, after):
+    """Seconds waited between two run_delays(): threads that ended in between
+    take their waits with them (gRPC's sync API starts and ends threads under
+    load), so a lower bound, never negative as a difference of sums was."""
+    return sum(ns - before.get(t, 0) if ns >= before.get(t, 0) else ns for t, ns in after.items()) / 1e9
+
+
+def core_busy_s(core):
+    """Seconds the core ran anything but interrupts (/proc/stat: user, nice,
+    system, steal); None without a pinned core."""
+    if core is None:
+        return None
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith(f"cpu{core} "):
+                v = [int(x) for x in line.split()[1:9]]
+                return (v[0] + v[1] + v[2] + v[7]) / os.sysconf("SC_CLK_TCK")
+    return None
 
 
 def step(args, server, target, rate, seconds, warmup):
@@ -115,7 +139,7 @@ def step(args, server, target, rate, seconds, warmup):
     _, _, method, request, _ = target
     pid = server.proc.pid
     peak_reset = reset_peak(pid)
-    cpu0, wait0, t0 = rpc_common.cpu_seconds(pid), run_delay_s(pid), time.time()
+    cpu0, wait0, core0, t0 = rpc_common.cpu_seconds(pid), run_delays(pid), core_busy_s(SERVER_CORE), time.time()
     cmd = rpc_common.pin(CLIENT_CORE, [
         args.client, f"--target=127.0.0.1:{server.port}", f"--method={method}",
         f"--request={request}", f"--rate={rate:.2f}", f"--seconds={seconds}",
@@ -123,13 +147,17 @@ def step(args, server, target, rate, seconds, warmup):
         f"--deadline_ms={args.deadline_ms}", "--quiet"])
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.time() - t0
-    cpu1, wait1 = rpc_common.cpu_seconds(pid), run_delay_s(pid)
+    cpu1, wait1, core1 = rpc_common.cpu_seconds(pid), run_delays(pid), core_busy_s(SERVER_CORE)
     lines = [l for l in p.stdout.splitlines() if l.startswith("result ")]
     if not lines or p.returncode not in (0, 1):
         raise RuntimeError(f"client failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}{p.stderr}")
     r = json.loads(lines[-1][len("result "):])
     r.update(rate=round(rate, 2), server_cpu_share=round((cpu1 - cpu0) / wall, 3),
-             server_run_delay_share=round((wait1 - wait0) / wall, 3),
+             server_run_delay_share=round(run_delay_s(wait0, wait1) / wall, 3),
+             # What else ran on the server's core (its CPU less the server's):
+             # the machine's other work, which its waits alone do not tell.
+             server_core_other_share=(round((core1 - core0 - (cpu1 - cpu0)) / wall, 3)
+                                      if core0 is not None and core1 is not None else None),
              # Over every call of the step, its warm-up's too (all were due).
              server_cpu_us_per_call=round((cpu1 - cpu0) / max(rate * (seconds + warmup), 1) * 1e6, 1),
              peak_rss_mib=round(rpc_common.status_kib(pid, "VmHWM") / 1024, 1),
@@ -200,7 +228,8 @@ def search(args, served, target, objectives, start, tag):
             step(args, served.server, target, rate / 2, args.warmup_s / 2, 0)
         log(f"  {tag} {kind:>6} {rate:8.1f}/s: ok {r['ok']:6d} failed {r['failed']:4d} late {r['late']:4d} "
             f"p50 {r['p50_us'] / 1000:7.2f} p99 {r['p99_us'] / 1000:8.2f} ms  server cpu "
-            f"{r['server_cpu_share']:.2f} (waited {r['server_run_delay_share']:.2f}) client cpu "
+            f"{r['server_cpu_share']:.2f} (waited {r['server_run_delay_share']:.2f}, other work on its core "
+            f"{r.get('server_core_other_share') or 0:.2f}) client cpu "
             f"{r['client_cpu_share']:.2f} (waited {r.get('client_run_delay_share', 0):.2f})  peak {r['peak_rss_mib']:.0f} MiB")
         return r
 
@@ -372,6 +401,7 @@ def summarize(results, modes):
             "server_cpu_us_per_call_at_cap": med([r["at_cap"].get("server_cpu_us_per_call") for r in rs
                                                   if "at_cap" in r]),
             "server_waited_at_cap": med([r["at_cap"].get("server_run_delay_share") for r in rs if "at_cap" in r]),
+            "server_core_other_at_cap": med([r["at_cap"].get("server_core_other_share") for r in rs if "at_cap" in r]),
             "half_p99_ms": med([r["half"]["p99_us"] / 1000 for r in rs if "half" in r]),
             "half_rate": med([r["half"]["rate"] for r in rs if "half" in r]),
             "peak_rss_at_cap_mib": med([r["peak_rss_at_cap_mib"] for r in rs]),
@@ -394,13 +424,17 @@ def table(rows, title, objective_ms):
     def ratio(a, b):
         return f"{a / b:.2f}" if b and b == b and a == a else ""
 
+    def other(r):  # not in runs before it was recorded
+        v = r.get("server_core_other_at_cap", float("nan"))
+        return f"; {v:.2f}" if v == v else ""
+
     def of(m, k):
         return rows[m][k] if m else float("nan")
     lines = [title, "",
              f"| mode | capacity at p99 <= {objective_ms:g} ms (calls/s) | / plain | / {best_pre or 'best preload'} "
              f"| by round | / plain in the same round (median; by round) | at p99 <= 5x unloaded p50 | / plain | unloaded p50 ms "
              f"| p99 at 50 % of plain's capacity (ms) | / plain | peak RSS at capacity (MiB) | / plain "
-             f"| server CPU at capacity (waited) | server CPU us/call there | / plain | client CPU at capacity (max) | steps redone: client starved |",
+             f"| server CPU at capacity (waited; other work on its core) | server CPU us/call there | / plain | client CPU at capacity (max) | steps redone: client starved |",
              "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|"]
     for m, r in rows.items():
         lines.append(
@@ -411,7 +445,7 @@ def table(rows, title, objective_ms):
             f"| {r['cap_rel']:.0f} | {ratio(r['cap_rel'], of('plain', 'cap_rel'))} | {r['unloaded_p50_ms']:.2f} "
             f"| {r['half_p99_ms']:.2f} | {ratio(r['half_p99_ms'], of('plain', 'half_p99_ms'))} "
             f"| {r['peak_rss_at_cap_mib']:.0f} | {ratio(r['peak_rss_at_cap_mib'], of('plain', 'peak_rss_at_cap_mib'))} "
-            f"| {r['server_cpu_at_cap']:.2f} ({r['server_waited_at_cap']:.2f}) "
+            f"| {r['server_cpu_at_cap']:.2f} ({r['server_waited_at_cap']:.2f}{other(r)}) "
             f"| {r['server_cpu_us_per_call_at_cap']:.0f} "
             f"| {ratio(r['server_cpu_us_per_call_at_cap'], of('plain', 'server_cpu_us_per_call_at_cap'))} "
             f"| {r['client_cpu_at_cap']:.2f} ({r['client_cpu_share_max']:.2f}) "
@@ -419,7 +453,8 @@ def table(rows, title, objective_ms):
     lines += ["", f"Capacity: the highest rate whose {objective_ms:g} ms objective held in the search and again "
               "on a fresh server (else 10 % lower, up to 3 times); medians over rounds. CPU as a share of one "
               "core over a step; waited: the share of the step the server's threads spent on a run queue "
-              "(CPU the machine's other work took); CPU us/call: the server's CPU over the calls of the confirmed "
+              "(behind each other on its one core, or behind other work; other work on its core: the core's "
+              "CPU less the server's, interrupts aside); CPU us/call: the server's CPU over the calls of the confirmed "
               "step (warm-up included), whose inverse bounds the capacity on a core of its own. A step the client fell behind in (over 5 % of calls started "
               "over 2 ms late, or its threads waiting on a run queue over 35 % of the step) is redone on a fresh "
               "server, up to twice."]
@@ -451,6 +486,29 @@ def plot(results, modes, path, title, objective_ms):
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+# The same in every step of a run (in the json's args and request_bytes) or
+# derived from the kept fields: not stored per step.
+STEP_CONSTANTS = ("seconds", "warmup_s", "channels", "request_bytes", "ok_per_s", "response_bytes")
+
+
+def compact(results):
+    """The results without each step's constant fields (a smaller json)."""
+    def strip(s):
+        return {k: v for k, v in s.items() if k not in STEP_CONSTANTS and not (k == "failed_by_code" and not v)}
+
+    out = []
+    for r in results:
+        r = dict(r)
+        for k in ("unloaded", "at_cap", "half"):
+            if k in r:
+                r[k] = strip(r[k])
+        for k in ("steps", "confirm_steps", "steps_client_starved"):
+            if k in r:
+                r[k] = [strip(s) for s in r[k]]
+        out.append(r)
+    return out
 
 
 def _interrupted(signum, frame):
@@ -556,7 +614,7 @@ def main():
         text = table(rows, title, args.objective_ms)
         with open(json_path, "w") as f:
             json.dump({"target": name, "api": args.api, "request_bytes": target[4], "args": vars(args),
-                       "rows": rows, "results": results}, f, indent=None, separators=(",", ":"))
+                       "rows": rows, "results": compact(results)}, f, indent=None, separators=(",", ":"))
         with open(os.path.join(args.out, stem + ".md"), "w") as f:
             f.write(text + "\n")
         plot(results, modes, os.path.join(plot_dir, stem + ".png"),
