@@ -72,11 +72,13 @@ class MethodOf final : public AsyncCorpus::Method {
         delete this;
         return;
       }
+      messages_.Arrived();  // auto's window, from the NextTag (async.h)
       method_->Spawn(cq_);  // the next call of this method
       async_walk_sink += method_->corpus_.walk(*request_);
       method_->corpus_.respond(*request_, response_);
       finishing_ = true;
       responder_.Finish(*response_, grpc::Status::OK, this);
+      messages_.Answered();  // to here: Finish serialized the response
     }
 
    private:
@@ -199,7 +201,8 @@ void AsyncCorpus::Start(int pending) {
     threads_.emplace_back([cq = cq.get()] {
       void* tag = nullptr;
       bool ok = false;
-      while (cq->Next(&tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
+      // NextTag: cq->Next, with the start of auto's window (async.h).
+      while (NextTag(cq, &tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
     });
   }
 }
