@@ -528,7 +528,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "settle: %s after %llu samples %llu calls %.2f s; "
                    "%llu decisions, %llu modes dropped; %llu timed calls, "
-                   "%llu lost, %llu side samples%s; %llu confirmations "
+                   "%llu lost, %llu failed, %llu side samples%s; %llu "
+                   "confirmations "
                    "(%llu switched; first ended %.2f s; last rival/chosen "
                    "%.3f t %.2f)\n",
                    m.method.c_str(),
@@ -538,6 +539,7 @@ int main(int argc, char** argv) {
                    static_cast<unsigned long long>(m.dropped_modes),
                    static_cast<unsigned long long>(m.timed_calls),
                    static_cast<unsigned long long>(m.lost_calls),
+                   static_cast<unsigned long long>(m.failed_calls),
                    static_cast<unsigned long long>(m.side_samples),
                    m.callback_fallback ? ", fell back to the side thread" : "",
                    static_cast<unsigned long long>(m.confirmations),
