@@ -166,11 +166,10 @@ TEST(AutoAsyncTest, WithoutTheLinesLearnsOnTheSideThread) {
 class AsyncWindowTest : public ::testing::Test {
  protected:
   AsyncWindowTest()
-      : method_(std::string("t.AsyncWindow/") +
-                    ::testing::UnitTest::GetInstance()
-                        ->current_test_info()
-                        ->name(),
-                RealCallsOptions()) {}
+      : method_(
+            std::string("t.AsyncWindow/") +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+            RealCallsOptions()) {}
   ~AsyncWindowTest() override {
     cq_.Shutdown();
     void* tag;
