@@ -6,7 +6,8 @@
 Per service and API (each OUT_DIR one run of corpus_rpc.py, its
 corpus_rpc.json): CPU per call (medians over rounds) of the best fixed mode
 (arena, reuse, heap where run), auto, auto with the prior off
-(auto+noprior), auto with a decisions file loaded (auto+loaded), and the
+(auto+noprior), auto with a decisions file loaded (auto+loaded), async
+auto without the user's lines (auto+nolines), and the
 best preloaded malloc; auto's peak RSS against the chosen mode's; auto's
 measuring share (medians of rounds).
 """
@@ -16,6 +17,9 @@ import re
 import sys
 
 SETTLE = re.compile(r"after (\d+) samples (\d+) calls ([\d.]+) s; (\d+) decisions")
+# How it learned: calls timed on the real calls, lost, failed (newer
+# servers), samples of the side thread.
+LEARNED = re.compile(r"(\d+) timed calls, (\d+) lost, (?:(\d+) failed, )?(\d+) side samples")
 
 
 def main():
@@ -49,6 +53,7 @@ def main():
                 f"| {svc} | {api} | {by[(svc, best_name)].get('request_bytes', 0) / 1024:.0f} | "
                 f"{best_name} {best:.0f} | {cpu('auto') or 0:.0f} | {ratio('auto', best)} | "
                 f"{ratio('auto+loaded', best)} | {ratio('auto+noprior', best)} | "
+                f"{ratio('auto+nolines', best)} | "
                 f"{ratio('auto', best_pre)} | {ratio('plain', best)} | "
                 f"{auto.get('auto_chose', '')} | {rss:.2f} | "
                 + ", ".join(f"{100 * x:.2f} %" for x in share) + " |")
@@ -68,15 +73,21 @@ def main():
                        if l.startswith("decision: ")]
             text = "; ".join(f"{m.group(3)} s ({m.group(1)} samples, {m.group(2)} calls, "
                              f"{m.group(4)} decisions)" for m in settles if m)
+            learned = [LEARNED.search(l) for l in r.get("auto_log", []) if l.startswith("settle: ")]
+            if any(learned):
+                text += "; learned on " + ", ".join(
+                    f"{m.group(1)} timed ({m.group(2)} lost, {m.group(3) or 0} failed) + "
+                    f"{m.group(4)} side" for m in learned if m)
             print(f"- {os.path.basename(os.path.normpath(d))} {r['service']} {r['config']}: {text}; "
                   f"source {', '.join(sources)}")
 
 
 def print_table(rows):
     print("| service | run | request KiB | best fixed, CPU us/call | auto | auto / best | "
-          "auto+loaded / best | auto+noprior / best | auto / best preloaded | plain / best | "
+          "auto+loaded / best | auto+noprior / best | auto+nolines / best | "
+          "auto / best preloaded | plain / best | "
           "auto chose | auto peak RSS / chosen's | auto measuring share (rounds) |")
-    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---|")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
     for r in rows:
         print(r)
 
