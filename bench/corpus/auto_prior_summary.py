@@ -6,7 +6,8 @@
 Per service and API (each OUT_DIR one run of corpus_rpc.py, its
 corpus_rpc.json): CPU per call (medians over rounds) of the best fixed mode
 (arena, reuse, heap where run), auto, auto with the prior off
-(auto+noprior), auto with a decisions file loaded (auto+loaded), and the
+(auto+noprior), auto with a decisions file loaded (auto+loaded), async
+auto without the user's lines (auto+nolines), and the
 best preloaded malloc; auto's peak RSS against the chosen mode's; auto's
 measuring share (medians of rounds). Then latency (p50, p99, p99.9 where
 the run recorded it) of auto and auto+loaded against the best fixed mode,
@@ -20,7 +21,7 @@ import re
 import sys
 
 SETTLE = re.compile(r"after (\d+) samples (\d+) calls ([\d.]+) s; (\d+) decisions")
-LEARN = re.compile(r"(\d+) timed calls, (\d+) lost, (\d+) side samples(, fell back)?")
+LEARN = re.compile(r"(\d+) timed calls, (\d+) lost, (?:(\d+) failed, )?(\d+) side samples(, fell back)?")
 
 
 def main():
@@ -55,6 +56,7 @@ def main():
                 f"| {svc} | {api} | {by[(svc, best_name)].get('request_bytes', 0) / 1024:.0f} | "
                 f"{best_name} {best:.0f} | {cpu('auto') or 0:.0f} | {ratio('auto', best)} | "
                 f"{ratio('auto+loaded', best)} | {ratio('auto+noprior', best)} | "
+                f"{ratio('auto+nolines', best)} | "
                 f"{ratio('auto', best_pre)} {pre_name} | {ratio('plain', best)} | "
                 f"{auto.get('auto_chose', '')} | {rss:.2f} | "
                 + ", ".join(f"{100 * x:.2f} %" for x in share) + " |")
@@ -77,8 +79,9 @@ def main():
             text = "; ".join(f"{m.group(3)} s ({m.group(1)} samples, {m.group(2)} calls, "
                              f"{m.group(4)} decisions)" for m in settles if m)
             learn = [LEARN.search(l) for l in r.get("auto_log", []) if l.startswith("settle: ")]
-            calls = "; ".join(f"{m.group(1)} timed, {m.group(2)} lost, {m.group(3)} side"
-                              + (", fell back" if m.group(4) else "") for m in learn if m)
+            calls = "; ".join(f"{m.group(1)} timed, {m.group(2)} lost, {m.group(3) or 0} failed, "
+                              f"{m.group(4)} side" + (", fell back" if m.group(5) else "")
+                              for m in learn if m)
             # Against the mode it ran in, round by round (the same round's
             # run of that fixed mode): what is left once rounds drift.
             chose = [l.split(" chose ")[1].split()[0] for l in r.get("auto_log", [])
@@ -128,9 +131,10 @@ def latency(dirs):
 
 def print_table(rows):
     print("| service | run | request KiB | best fixed, CPU us/call | auto | auto / best | "
-          "auto+loaded / best | auto+noprior / best | auto / best preloaded | plain / best | "
+          "auto+loaded / best | auto+noprior / best | auto+nolines / best | "
+          "auto / best preloaded | plain / best | "
           "auto chose | auto peak RSS / chosen's | auto measuring share (rounds) |")
-    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---|")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
     for r in rows:
         print(r)
 

@@ -37,6 +37,8 @@ namespace {
 
 // The walk's result, kept alive per thread (see corpus_server.cc).
 thread_local uint64_t async_walk_sink = 0;
+// Start's `lines` (set before the threads start, read-only after).
+bool async_lines = true;
 
 template <class AsyncSvc, class Req, class Resp, auto kRequest>
 class MethodOf final : public AsyncCorpus::Method {
@@ -72,11 +74,13 @@ class MethodOf final : public AsyncCorpus::Method {
         delete this;
         return;
       }
-      method_->Spawn(cq_);  // the next call of this method
+      if (async_lines) messages_.Arrived();  // auto's window (async.h)
+      method_->Spawn(cq_);                   // the next call of this method
       async_walk_sink += method_->corpus_.walk(*request_);
       method_->corpus_.respond(*request_, response_);
       finishing_ = true;
       responder_.Finish(*response_, grpc::Status::OK, this);
+      if (async_lines) messages_.Answered();  // to here: Finish serialized
     }
 
    private:
@@ -191,15 +195,19 @@ AsyncCorpus::AsyncCorpus(grpc::ServerBuilder* builder, int cqs,
 
 AsyncCorpus::~AsyncCorpus() { Stop(); }
 
-void AsyncCorpus::Start(int pending) {
+void AsyncCorpus::Start(int pending, bool lines) {
+  async_lines = lines;
   for (auto& cq : cqs_) {
     for (auto& method : methods_) {
       for (int i = 0; i < pending; ++i) method->Spawn(cq.get());
     }
-    threads_.emplace_back([cq = cq.get()] {
+    threads_.emplace_back([cq = cq.get(), lines] {
       void* tag = nullptr;
       bool ok = false;
-      while (cq->Next(&tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
+      // NextTag: cq->Next, with the start of auto's window (async.h).
+      while (lines ? NextTag(cq, &tag, &ok) : cq->Next(&tag, &ok)) {
+        static_cast<AsyncTag*>(tag)->Proceed(ok);
+      }
     });
   }
 }

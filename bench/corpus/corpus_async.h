@@ -43,8 +43,11 @@ class AsyncCorpus {
 
   // One entry per method, as an install reports it (empty when plain).
   const InstallResult& installed() const { return installed_; }
-  // After BuildAndStart: `pending` requests posted per method per queue.
-  void Start(int pending);
+  // After BuildAndStart: `pending` requests posted per method per queue;
+  // `lines`: the threads use arenarpc::NextTag and each call Arrived() and
+  // Answered() (auto learns on the real calls), else plain cq->Next (auto
+  // learns on the side thread).
+  void Start(int pending, bool lines = true);
   // After the server's Shutdown: every queue drained, threads joined.
   void Stop();
 

@@ -46,6 +46,9 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     # auto with each learner named (ServerOptions::automatic.learn).
     "auto+real": ("auto", None, ["--auto_learn=real"]),
     "auto+side": ("auto", None, ["--auto_learn=side"]),
+    # --api async without the user's lines (plain cq->Next, no Arrived /
+    # Answered): auto learns on the side thread, as async did before them.
+    "auto+nolines": ("auto", None, ["--async_lines=false"]),
     # auto with and without the confirmation by the process's CPU
     # (AutoOptions::confirm; within 15 %).
     "auto+confirm": ("auto", None, ["--auto_confirm_within=0.15"]),

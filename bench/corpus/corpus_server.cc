@@ -62,6 +62,10 @@ ABSL_FLAG(std::string, api, "callback",
 ABSL_FLAG(int, async_cqs, 2, "--api=async: completion queues (a thread each)");
 ABSL_FLAG(int, async_pending, 4,
           "--api=async: requests posted per method per queue");
+ABSL_FLAG(bool, async_lines, true,
+          "--api=async: arenarpc::NextTag, Arrived() and Answered() (auto "
+          "learns on the real calls); false: plain cq->Next (auto learns on "
+          "the side thread, as before those lines)");
 ABSL_FLAG(int, sync_min_pollers, 0,
           "--api=sync: gRPC's MIN_POLLERS (0: gRPC's default, 1)");
 ABSL_FLAG(int, sync_max_pollers, 0,
@@ -458,7 +462,10 @@ int main(int argc, char** argv) {
                  absl::GetFlag(FLAGS_port));
     return 1;
   }
-  if (async != nullptr) async->Start(absl::GetFlag(FLAGS_async_pending));
+  if (async != nullptr) {
+    async->Start(absl::GetFlag(FLAGS_async_pending),
+                 absl::GetFlag(FLAGS_async_lines));
+  }
   if (mode.has_value()) {
     std::fprintf(
         stderr, "api %s, mode %s (effective %s), allocators on %d methods\n",
@@ -528,7 +535,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "settle: %s after %llu samples %llu calls %.2f s; "
                    "%llu decisions, %llu modes dropped; %llu timed calls, "
-                   "%llu lost, %llu side samples%s; %llu confirmations "
+                   "%llu lost, %llu failed, %llu side samples%s; %llu "
+                   "confirmations "
                    "(%llu switched; first ended %.2f s; last rival/chosen "
                    "%.3f t %.2f)\n",
                    m.method.c_str(),
@@ -538,6 +546,7 @@ int main(int argc, char** argv) {
                    static_cast<unsigned long long>(m.dropped_modes),
                    static_cast<unsigned long long>(m.timed_calls),
                    static_cast<unsigned long long>(m.lost_calls),
+                   static_cast<unsigned long long>(m.failed_calls),
                    static_cast<unsigned long long>(m.side_samples),
                    m.callback_fallback ? ", fell back to the side thread" : "",
                    static_cast<unsigned long long>(m.confirmations),

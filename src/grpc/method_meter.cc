@@ -134,6 +134,11 @@ struct MethodMeter::Impl {
   int window_lost ABSL_GUARDED_BY(window_mu) = 0;
   std::atomic<bool> callback_fallback{false};
   std::atomic<uint64_t> side_samples{0};
+  // kRealCalls: async calls were seen with the user's lines (NextTag,
+  // Arrived): trials are handed to them (until a fallback); timed calls
+  // that did not end OK (DiscardTimedCall).
+  std::atomic<bool> async_lines{false};
+  std::atomic<uint64_t> failed_calls{0};
   // kAuto: what the modes it stopped running in keep, given back.
   AutoMemory memory;
   // kAuto: the learner's decisions counted when last told to the decisions
@@ -158,6 +163,10 @@ constexpr auto kRefreshPeriod = std::chrono::milliseconds(100);
 // many of them may be lost before the method learns on the side thread.
 constexpr int kLossWindow = 32;
 constexpr int kMaxLostInWindow = kLossWindow / 2;
+
+// Async trials handed out and not yet ended: NextTag reads the thread's
+// clock only while there are some.
+std::atomic<int64_t> async_trials_out{0};
 
 double CpuNs(clockid_t clock) {
   timespec ts;
@@ -374,7 +383,12 @@ class Worker {
     const double sampling =
         static_cast<double>(m.unbilled_sampling_ns.exchange(0));
     WriteCapture(m, s);
-    if (m.is_auto() && m.learner.wants()) {
+    // A sample taken just before the method's async calls were seen with
+    // the user's lines (NoteAsyncLines) is not mixed into their decision.
+    const bool real_async =
+        m.real_calls() && m.async_lines.load(std::memory_order_relaxed) &&
+        !m.callback_fallback.load(std::memory_order_relaxed);
+    if (m.is_auto() && m.learner.wants() && !real_async) {
       Learn(m, s);
       const double cost = CpuNs(CLOCK_THREAD_CPUTIME_ID) - start + sampling;
       auto_budget_.Spend(cost);
@@ -641,6 +655,7 @@ MeasuredMethodStats StatsOf(MethodMeter::Impl& m) {
     }
     s.timed_calls = m.timed_calls.load(std::memory_order_relaxed);
     s.lost_calls = m.lost_calls.load(std::memory_order_relaxed);
+    s.failed_calls = m.failed_calls.load(std::memory_order_relaxed);
     s.side_samples = m.side_samples.load(std::memory_order_relaxed);
     s.decision_source = snap.source;
     s.prior_decisions = snap.prior_decisions;
@@ -760,8 +775,24 @@ uint64_t AssignCallThread() {
 bool MethodMeter::LearnsOnCall(double request_bytes) const {
   if (!impl_->real_calls()) return false;
   if (request_bytes >= 0) return true;  // sync
-  return request_bytes == kCallBytesAtRelease &&
+  if (request_bytes == kCallAsync &&
+      !impl_->async_lines.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  return (request_bytes == kCallBytesAtRelease ||
+          request_bytes == kCallAsync) &&
          !impl_->callback_fallback.load(std::memory_order_relaxed);
+}
+
+void MethodMeter::NoteAsyncLines() {
+  Impl& m = *impl_;
+  if (!m.real_calls() || m.async_lines.load(std::memory_order_relaxed)) return;
+  if (m.async_lines.exchange(true, std::memory_order_relaxed)) return;
+  // The side thread's samples so far are paired, the async trials will be
+  // real calls: a decision does not mix the two.
+  if (m.side_samples.load(std::memory_order_relaxed) > 0) {
+    m.learner.RestartDecision();
+  }
 }
 
 AllocationMode MethodMeter::ModeForCall(double request_bytes,
@@ -799,7 +830,9 @@ AllocationMode MethodMeter::ModeForCall(double request_bytes,
                                          std::memory_order_relaxed);
   timing->meter = this;
   timing->mode = trial;
-  timing->callback = timing->request_bytes_at_release = request_bytes < 0;
+  timing->async = request_bytes == kCallAsync;
+  timing->callback = request_bytes == kCallBytesAtRelease;
+  timing->request_bytes_at_release = request_bytes < 0;
   timing->bytes = std::max(request_bytes, 0.0);
   timing->start_ns = ThreadCpuNs();
   return trial;
@@ -807,17 +840,25 @@ AllocationMode MethodMeter::ModeForCall(double request_bytes,
 
 void MethodMeter::EndTimedCall(const CallTiming& timing) {
   const double end = ThreadCpuNs();
+  EndCall(timing, end - timing.start_ns - timing.excluded_ns, end);
+}
+
+void MethodMeter::EndAsyncCall(const CallTiming& timing, double cost_ns) {
+  EndCall(timing, cost_ns, ThreadCpuNs());
+}
+
+void MethodMeter::EndCall(const CallTiming& timing, double cost, double end) {
   Impl& m = *impl_;
-  if (timing.callback) {
-    // A callback call: counted in its window; not observed once the method
-    // learns on the side thread (the learner restarted for paired samples).
+  if (timing.callback || timing.async) {
+    // A callback or async call: counted in its window; not observed once
+    // the method learns on the side thread (the learner restarted for
+    // paired samples).
     if (m.callback_fallback.load(std::memory_order_relaxed)) {
       LoseTimedCall(timing);
       return;
     }
-    CountCallbackTrial(/*lost=*/false);
+    CountWindowTrial(timing, /*lost=*/false);
   }
-  const double cost = end - timing.start_ns - timing.excluded_ns;
   const double now = NowS();
   m.timed_calls.fetch_add(1, std::memory_order_relaxed);
   m.learner.ObserveCall(timing.mode, cost, timing.bytes, now);
@@ -835,18 +876,33 @@ void MethodMeter::EndTimedCall(const CallTiming& timing) {
     FileDecision(m);
   }
   // Billed: the share of this call lost to a dearer mode, the bookkeeping
-  // and the two clock reads around the call.
+  // and the clock reads around the call (two; an async call's three more:
+  // at Answered, around its release; the one before its Next is billed
+  // there).
   Worker::Get().SpendRealCalls(m.learner.excess_share(timing.mode) * cost +
                                timing.sizing_ns + ThreadCpuNs() - end +
-                               2 * Worker::ClockReadNs());
+                               (timing.async ? 5 : 2) * Worker::ClockReadNs());
+}
+
+void MethodMeter::DropTrial(const CallTiming& timing) {
+  impl_->learner.CancelTrial(timing.mode);
+}
+
+void MethodMeter::DiscardTimedCall(const CallTiming& timing) {
+  impl_->failed_calls.fetch_add(1, std::memory_order_relaxed);
+  Unobserved(timing);
 }
 
 void MethodMeter::LoseTimedCall(const CallTiming& timing) {
+  impl_->lost_calls.fetch_add(1, std::memory_order_relaxed);
+  Unobserved(timing);
+}
+
+void MethodMeter::Unobserved(const CallTiming& timing) {
   const double start = ThreadCpuNs();
   Impl& m = *impl_;
-  m.lost_calls.fetch_add(1, std::memory_order_relaxed);
   m.learner.CancelTrial(timing.mode);
-  if (timing.callback) CountCallbackTrial(/*lost=*/true);
+  if (timing.callback || timing.async) CountWindowTrial(timing, /*lost=*/true);
   // Billed as a timed call is: the excess of its mode, at what timed calls
   // cost lately (its own cost is not known here), and the clock reads.
   Worker::Get().SpendRealCalls(m.learner.excess_share(timing.mode) *
@@ -855,7 +911,7 @@ void MethodMeter::LoseTimedCall(const CallTiming& timing) {
                                3 * Worker::ClockReadNs());
 }
 
-void MethodMeter::CountCallbackTrial(bool lost) {
+void MethodMeter::CountWindowTrial(const CallTiming& timing, bool lost) {
   Impl& m = *impl_;
   uint64_t window_lost = 0;
   {
@@ -872,11 +928,150 @@ void MethodMeter::CountCallbackTrial(bool lost) {
   // decision does not mix the two.
   m.learner.RestartDecision();
   std::fprintf(stderr,
-               "arenarpc: kAuto on %s: %llu of the last %d timed callback "
-               "calls ended on another thread (or around another call); it "
-               "learns on the measuring thread from now on\n",
+               timing.async
+                   ? "arenarpc: kAuto on %s: %llu of the last %d timed async "
+                     "calls were not counted (Arrived() not right after "
+                     "arenarpc::NextTag on its thread, Answered() missing or "
+                     "on another thread, or the call failed); it learns on "
+                     "the measuring thread from now on\n"
+                   : "arenarpc: kAuto on %s: %llu of the last %d timed "
+                     "callback calls ended on another thread (or around "
+                     "another call); it learns on the measuring thread from "
+                     "now on\n",
                m.name.c_str(), static_cast<unsigned long long>(window_lost),
                kLossWindow);
+}
+
+void BeforeAsyncNext() {
+  AsyncThreadWindow& w = async_thread_window;
+  ++w.seq;
+  w.excluded_ns = 0;
+  w.claimed = w.tainted = w.closed = false;
+  if (async_trials_out.load(std::memory_order_relaxed) > 0) {
+    w.start_ns = CpuNs(CLOCK_THREAD_CPUTIME_ID);
+    // Billed here, whatever tag the Next returns.
+    Worker::Get().SpendRealCalls(Worker::ClockReadNs());
+  } else {
+    w.start_ns = -1;
+  }
+}
+
+void AsyncExclusionEnd(double start_ns) {
+  if (start_ns < 0) return;
+  AsyncThreadWindow& w = async_thread_window;
+  // The two reads around it are the window's clock's too.
+  w.excluded_ns +=
+      CpuNs(CLOCK_THREAD_CPUTIME_ID) - start_ns + Worker::ClockReadNs();
+  Worker::Get().SpendRealCalls(2 * Worker::ClockReadNs());
+}
+
+AsyncCall::AsyncCall(MethodMeter* meter, const MethodMeter::CallTiming& timing,
+                     double made_at_ns)
+    : meter_(meter), t_(timing) {
+  if (t_.meter == nullptr) return;
+  async_trials_out.fetch_add(1, std::memory_order_relaxed);
+  cost_ns_ = made_at_ns - t_.start_ns;
+}
+
+void AsyncCall::Arrived() {
+  AsyncThreadWindow& w = async_thread_window;
+  const bool lines = w.seq != 0 && !w.claimed && !w.tainted && !w.closed;
+  if (lines) w.claimed = true;
+  if (meter_ != nullptr && lines) meter_->NoteAsyncLines();
+  if (t_.meter == nullptr || state_ != State::kPosted || !lines ||
+      w.start_ns < 0) {
+    // Nothing of this Next to time: no exclusions from now on.
+    if (lines) w.closed = true;
+    if (t_.meter != nullptr && state_ == State::kPosted) state_ = State::kLost;
+    return;
+  }
+  state_ = State::kArrived;
+  seq_ = w.seq;
+  thread_ = CallThread();
+}
+
+void AsyncCall::SizeRequest(const google::protobuf::Message& request) {
+  const double start = MethodMeter::ThreadCpuNs();
+  t_.bytes += static_cast<double>(request.ByteSizeLong());
+  const double ns = MethodMeter::ThreadCpuNs() - start;
+  t_.request_bytes_at_release = false;  // taken
+  t_.sizing_ns += ns;
+  AsyncThreadWindow& w = async_thread_window;
+  if (w.open() && w.seq == seq_) w.excluded_ns += ns;
+}
+
+void AsyncCall::BeforeFreeRequest(const google::protobuf::Message& request) {
+  if (state_ == State::kArrived && t_.request_bytes_at_release)
+    SizeRequest(request);
+}
+
+void AsyncCall::Answered(const google::protobuf::Message* request,
+                         const google::protobuf::Message& response, bool ok) {
+  if (t_.meter == nullptr || state_ != State::kArrived) return;
+  AsyncThreadWindow& w = async_thread_window;
+  if (w.seq != seq_ || CallThread() != thread_ || !w.open()) {
+    state_ = State::kLost;
+    return;
+  }
+  const double end = MethodMeter::ThreadCpuNs();
+  w.closed = true;
+  if (!ok) {
+    state_ = State::kFailed;
+    return;
+  }
+  cost_ns_ += end - w.start_ns - w.excluded_ns;
+  // Finish() serialized the response: its size is cached.
+  t_.bytes += response.GetCachedSize();
+  if (t_.request_bytes_at_release && request != nullptr) SizeRequest(*request);
+  state_ = State::kAnswered;
+}
+
+double AsyncCall::BeforeRelease() const {
+  if (t_.meter != nullptr && state_ == State::kAnswered) {
+    return MethodMeter::ThreadCpuNs();
+  }
+  return AsyncExclusionStart();
+}
+
+void AsyncCall::AfterRelease(double start_ns) {
+  AsyncThreadWindow& w = async_thread_window;
+  if (t_.meter == nullptr) {
+    // Another call's messages released before any Arrived() of this Next:
+    // the Next's reading is not the next Arrived()'s.
+    if (!w.claimed) w.tainted = true;
+    AsyncExclusionEnd(start_ns);
+    return;
+  }
+  async_trials_out.fetch_sub(1, std::memory_order_relaxed);
+  MethodMeter* const meter = std::exchange(t_.meter, nullptr);
+  MethodMeter::CallTiming t = t_;
+  t.meter = meter;
+  switch (state_) {
+    case State::kAnswered: {
+      const double released = MethodMeter::ThreadCpuNs() - start_ns;
+      meter->EndAsyncCall(t, cost_ns_ + released);
+      // Inside another call's window (its handler released these): not
+      // that call's.
+      if (!w.claimed) w.tainted = true;
+      if (w.open()) {
+        w.excluded_ns +=
+            MethodMeter::ThreadCpuNs() - start_ns + Worker::ClockReadNs();
+      }
+      return;
+    }
+    case State::kPosted:  // the call never came (or Arrived() was not used)
+      meter->DropTrial(t);
+      break;
+    case State::kArrived:  // no Answered(): not finished OK
+    case State::kFailed:
+      meter->DiscardTimedCall(t);
+      break;
+    case State::kLost:
+      meter->LoseTimedCall(t);
+      break;
+  }
+  if (!w.claimed) w.tainted = true;
+  AsyncExclusionEnd(start_ns);
 }
 
 void MethodMeter::Submit(SampleBytes request,

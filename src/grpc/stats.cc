@@ -264,8 +264,11 @@ void RenderMeasured(Writer& w, std::string_view kind,
        &MeasuredMethodStats::timed_calls},
       {"lost_calls_total",
        "Timed calls lost: a callback call that ended on another thread or "
-       "around another call (not observed).",
+       "around another call, an async call outside its window (not "
+       "observed).",
        &MeasuredMethodStats::lost_calls},
+      {"failed_calls_total", "Timed calls that did not end OK (not observed).",
+       &MeasuredMethodStats::failed_calls},
   };
   for (const Counter& c : kCounters) {
     w.Family(p + c.suffix, "counter", c.help);

@@ -31,18 +31,9 @@ using testing::EchoServer;
 using testing::WaitFor;
 
 MeasuredMethodStats StatsOf(const std::string& method) {
-  for (const MeasuredMethodStats& s : GetMeasuredMethodStats()) {
-    if (s.method == method) return s;
-  }
-  return {};
+  return testing::MeasuredStatsOf(method);
 }
-
-ServerOptions RealCalls() {
-  ServerOptions options(AllocationMode::kAuto);
-  options.automatic.learn = AutoLearning::kRealCalls;
-  options.automatic.max_cpu_share = 1.0;  // every call may be timed
-  return options;
-}
+ServerOptions RealCalls() { return testing::RealCallsOptions(); }
 
 bool Call(EchoService::Stub& stub, int delay_ms) {
   grpc::ClientContext context;
@@ -104,11 +95,8 @@ TEST(AutoCallbackTest, CallsFinishedOnAnotherThreadFallBackToTheSideThread) {
       &EchoService::CallbackService::SetMessageAllocatorFor_Echo);
   ASSERT_TRUE(install.served) << install.reason;
   int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server =
+      testing::StartLocalServer(&service, &port);
   ASSERT_NE(server, nullptr);
   auto stub = EchoService::NewStub(
       testing::NewTestChannel("127.0.0.1:" + std::to_string(port)));

@@ -84,6 +84,35 @@ inline grpc::Status CallWithBytes(const std::shared_ptr<grpc::Channel>& channel,
   return done.get_future().get();
 }
 
+// The measuring stats of `method` (empty if it is not measured).
+inline MeasuredMethodStats MeasuredStatsOf(const std::string& method) {
+  for (const MeasuredMethodStats& s : GetMeasuredMethodStats()) {
+    if (s.method == method) return s;
+  }
+  return {};
+}
+
+// kAuto learning on real calls, every call allowed to be timed (share 1.0).
+inline ServerOptions RealCallsOptions() {
+  ServerOptions options(AllocationMode::kAuto);
+  options.automatic.learn = AutoLearning::kRealCalls;
+  options.automatic.max_cpu_share = 1.0;
+  return options;
+}
+
+// A server on 127.0.0.1, a free port (*port), serving `service`; `more`
+// adds to the builder (a completion queue, limits) before it is built.
+inline std::unique_ptr<grpc::Server> StartLocalServer(
+    grpc::Service* service, int* port,
+    const std::function<void(grpc::ServerBuilder&)>& more = {}) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           port);
+  builder.RegisterService(service);
+  if (more) more(builder);
+  return builder.BuildAndStart();
+}
+
 // A channel to `target` with a connection of its own (not shared with other
 // channels), taking messages up to 64 MiB.
 inline std::shared_ptr<grpc::Channel> NewTestChannel(

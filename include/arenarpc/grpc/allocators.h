@@ -23,9 +23,10 @@
 //  - kReuse: borrowed from process-wide MessagePool<T>s (DefaultMessagePool,
 //    one per message type) and returned cleared, the pool's guards applied.
 //  - kAuto: per method, one of the three above, picked by measuring: sync
-//    and callback calls served in turn in each mode and timed where they
-//    run (kRealCalls, the default), or a sampled few parsed again off the
-//    request path (kSideThread; async calls always); starts on kArena.
+//    and callback calls (async ones with arenarpc/grpc/async.h's lines)
+//    served in turn in each mode and timed where they run (kRealCalls, the
+//    default), or a sampled few parsed again off the request path
+//    (kSideThread; async calls without the lines); starts on kArena.
 //    Choices and costs: GetGrpcStats().auto_methods and the Prometheus
 //    text (arenarpc/grpc/server_options.h, AutoLearning).
 // Over ServerOptions::max_pooled_bytes, kArena and kReuse (and kAuto's
@@ -176,14 +177,29 @@ class MeteredMessageAllocator final
                &internal::TrimDefaultMessagePools<Req, Resp>) {}
 
   const internal::MethodMeter& meter() const { return meter_; }
+  internal::MethodMeter& meter() { return meter_; }
 
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
-    const double request_bytes = internal::next_call_request_bytes;
     internal::MethodMeter::CallTiming timing;
-    AllocationMode mode = meter_.ModeForCall(request_bytes, &timing);
+    return Allocate(internal::next_call_request_bytes, &timing, timing);
+  }
+  // An async call's messages (arenarpc/grpc/async.h): its trial, if any, in
+  // `timing` (the clock started), for the caller to time.
+  ::grpc::MessageHolder<Req, Resp>* AllocateAsync(
+      internal::MethodMeter::CallTiming* timing) {
+    return Allocate(internal::kCallAsync, timing, {});
+  }
+
+ private:
+  // `holder_timing`: what the holder times itself (*timing, or none; a
+  // reference, so it sees ModeForCall's writes to *timing).
+  ::grpc::MessageHolder<Req, Resp>* Allocate(
+      double request_bytes, internal::MethodMeter::CallTiming* timing,
+      const internal::MethodMeter::CallTiming& holder_timing) {
+    AllocationMode mode = meter_.ModeForCall(request_bytes, timing);
     if (mode != AllocationMode::kHeap && internal::OverPooledCap()) {
       mode = AllocationMode::kHeap;
-      timing.meter = nullptr;  // not the mode it was to be timed in
+      timing->meter = nullptr;  // not the mode it was to be timed in
     }
     internal::MethodMeter* sampler =
         meter_.ShouldSample(!meter_.LearnsOnCall(request_bytes)) ? &meter_
@@ -191,17 +207,16 @@ class MeteredMessageAllocator final
     internal::RecordAllocate(mode);
     switch (mode) {
       case AllocationMode::kArena:
-        return new internal::ArenaHolder<Req, Resp>(sampler, timing);
+        return new internal::ArenaHolder<Req, Resp>(sampler, holder_timing);
       case AllocationMode::kReuse:
         return new internal::ReuseHolder<Req, Resp>(
             DefaultMessagePool<Req>().Acquire(),
-            DefaultMessagePool<Resp>().Acquire(), sampler, timing);
+            DefaultMessagePool<Resp>().Acquire(), sampler, holder_timing);
       default:
-        return new internal::HeapHolder<Req, Resp>(sampler, timing);
+        return new internal::HeapHolder<Req, Resp>(sampler, holder_timing);
     }
   }
 
- private:
   internal::MethodMeter meter_;
 };
 

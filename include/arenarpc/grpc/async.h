@@ -16,8 +16,10 @@
 //                            this);
 //     }
 //     void Proceed() {   // the request tag: handle it
+//       messages_.Arrived();    // kAuto: first, on the thread of NextTag
 //       Handle(*messages_.request(), messages_.response());
 //       responder_.Finish(*messages_.response(), grpc::Status::OK, this);
+//       messages_.Answered();   // kAuto: after Finish, same thread
 //     }
 //     // The Finish tag (and AsyncNotifyWhenDone's, if used): delete this;
 //     // the messages go back to their pools with it.
@@ -30,6 +32,16 @@
 //     grpc::ServerAsyncResponseWriter<EchoResponse> responder_;
 //   };
 //
+//   // Each thread serving the server's completion queue `cq`, in place of
+//   // cq.Next(&tag, &ok):
+//   {
+//     void* tag;
+//     bool ok;
+//     while (arenarpc::NextTag(&cq, &tag, &ok)) {
+//       // static_cast<CallData*>(tag)->Proceed(), or delete it
+//     }
+//   }
+//
 // gRPC's async API parses straight into the caller's request object, so a
 // call's messages are taken when its CallData is made (before the call
 // exists) and given back when it is destroyed. A request that fails to parse
@@ -37,6 +49,23 @@
 // mode the bytes such failed parses allocated stay on that call's request
 // arena until the CallData is destroyed (at most the largest accepted
 // message per failure; every mode is correct, only arena keeps them).
+//
+// kAuto learns on the real calls (AutoLearning::kRealCalls) with three
+// lines: NextTag for every Next() of the queue, Arrived() first on the
+// request tag, Answered() right after Finish(). gRPC parses the request
+// inside the Next() that returns its tag and Finish() serializes the
+// response on the calling thread, so the call's CPU is that thread's from
+// before that Next() to after Finish(), plus the messages' making and
+// release; NewCall() hands each call the mode the learner wants to try.
+// A call is counted only if Arrived() runs on the thread whose last
+// NextTag returned its tag (no other call's messages released there in
+// between) and Answered() on that thread before its next Next(); other
+// calls' messages made or released inside the window (the next CallData)
+// are timed and left out. A call answered with a non-OK status
+// (Answered(status)) or not answered is not counted. If more than half of
+// a window of 32 trials is not counted, or without the lines, the method
+// learns on sampled copies on the measuring thread (kSideThread's way),
+// as it does before its first call with the lines.
 //
 // Stats count a call when its messages are given back, so the messages of
 // requests still posted when the server shuts down (one per posted
@@ -50,12 +79,27 @@
 #ifndef ARENARPC_GRPC_ASYNC_H_
 #define ARENARPC_GRPC_ASYNC_H_
 
+#include <grpcpp/completion_queue.h>
+#include <grpcpp/support/status.h>
+
 #include <string_view>
 #include <utility>
 
 #include "arenarpc/grpc/install.h"
 
 namespace arenarpc {
+
+// cq->Next(tag, ok), and for kAuto the start of a call's window (see the
+// top of this file): the thread's CPU clock is read before Next() while
+// some async method hands out trials (a clock read; otherwise a few
+// thread-local writes).
+inline bool NextTag(::grpc::CompletionQueue* cq, void** tag, bool* ok) {
+  internal::BeforeAsyncNext();
+  return cq->Next(tag, ok);
+}
+
+template <class Req, class Resp>
+class AsyncMethod;
 
 // A call's request and response, from an AsyncMethod; released (back to
 // their pools, arenas, or the heap) when destroyed. Move-only.
@@ -66,11 +110,13 @@ class CallMessages {
   explicit CallMessages(::grpc::MessageHolder<Req, Resp>* holder)
       : holder_(holder) {}
   CallMessages(CallMessages&& other) noexcept
-      : holder_(std::exchange(other.holder_, nullptr)) {}
+      : holder_(std::exchange(other.holder_, nullptr)),
+        call_(std::move(other.call_)) {}
   CallMessages& operator=(CallMessages&& other) noexcept {
     if (this != &other) {
       Reset();
       holder_ = std::exchange(other.holder_, nullptr);
+      call_ = std::move(other.call_);
     }
     return *this;
   }
@@ -80,15 +126,38 @@ class CallMessages {
 
   Req* request() { return holder_->request(); }
   Resp* response() { return holder_->response(); }
+  // kAuto: the call's request tag came from the last NextTag on this
+  // thread; call first thing when handling it (see the top of this file).
+  void Arrived() { call_.Arrived(); }
+  // kAuto: after Finish() (or FinishWithError) on the thread of Arrived():
+  // `status` as given to it; a non-OK one is not learned from.
+  void Answered(const ::grpc::Status& status = ::grpc::Status::OK) {
+    if (holder_ == nullptr) return;
+    call_.Answered(holder_->request(), *holder_->response(), status.ok());
+  }
   // Frees the request early (every mode); request() is null afterwards.
-  void FreeRequest() { holder_->FreeRequest(); }
+  void FreeRequest() {
+    if (holder_->request() != nullptr) {
+      call_.BeforeFreeRequest(*holder_->request());
+    }
+    holder_->FreeRequest();
+  }
   // Releases both messages now.
   void Reset() {
-    if (holder_ != nullptr) std::exchange(holder_, nullptr)->Release();
+    if (holder_ == nullptr) return;
+    const double start = call_.BeforeRelease();
+    std::exchange(holder_, nullptr)->Release();
+    call_.AfterRelease(start);
   }
 
  private:
+  friend class AsyncMethod<Req, Resp>;
+  CallMessages(::grpc::MessageHolder<Req, Resp>* holder,
+               internal::AsyncCall call)
+      : holder_(holder), call_(std::move(call)) {}
+
   ::grpc::MessageHolder<Req, Resp>* holder_ = nullptr;
+  internal::AsyncCall call_;
 };
 
 // One unary method of an async service: where its calls' messages come
@@ -102,6 +171,9 @@ class AsyncMethod {
     auto [allocator, meter] =
         internal::AllocatorFor<Req, Resp>(options, method);
     allocator_ = allocator;
+    if (meter != nullptr) {  // kAuto or shadow measurement: metered
+      metered_ = static_cast<MeteredMessageAllocator<Req, Resp>*>(allocator);
+    }
     report_ = internal::Served(method, ServerApi::kAsync,
                                EffectiveAllocationMode(options.mode), meter);
   }
@@ -110,16 +182,30 @@ class AsyncMethod {
 
   // The messages of one call (take them before RequestXxx).
   CallMessages<Req, Resp> NewCall() {
-    // Not a window kAuto can time (internal::kCallNotTimed).
-    internal::next_call_request_bytes = internal::kCallNotTimed;
-    ::grpc::MessageHolder<Req, Resp>* holder = allocator_->AllocateMessages();
-    internal::next_call_request_bytes = internal::kCallBytesAtRelease;
-    return CallMessages<Req, Resp>(holder);
+    // Inside another call's window (the next CallData made while handling
+    // one): left out of it.
+    const double excluded = internal::AsyncExclusionStart();
+    CallMessages<Req, Resp> call;
+    if (metered_ == nullptr) {
+      call = CallMessages<Req, Resp>(allocator_->AllocateMessages());
+    } else {
+      internal::MethodMeter::CallTiming timing;
+      ::grpc::MessageHolder<Req, Resp>* holder =
+          metered_->AllocateAsync(&timing);
+      call = CallMessages<Req, Resp>(
+          holder, internal::AsyncCall(&metered_->meter(), timing,
+                                      timing.meter != nullptr
+                                          ? internal::MethodMeter::ThreadCpuNs()
+                                          : 0));
+    }
+    internal::AsyncExclusionEnd(excluded);
+    return call;
   }
   const MethodInstall& report() const { return report_; }
 
  private:
   ::grpc::MessageAllocator<Req, Resp>* allocator_ = nullptr;
+  MeteredMessageAllocator<Req, Resp>* metered_ = nullptr;
   MethodInstall report_;
 };
 

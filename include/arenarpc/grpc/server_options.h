@@ -47,8 +47,9 @@ namespace arenarpc {
 //    thread and parsed again in every measured mode on one low-priority
 //    thread (a paired test: every mode on the same bytes). Its cost: the
 //    copies, the parses, the thread; one sample holds a parsed copy.
-//  - kRealCalls (sync and callback API unary methods; async and streaming
-//    methods learn on the side thread, see below): while learning, calls
+//  - kRealCalls (sync and callback API unary methods, async ones with the
+//    lines below; other async and streaming methods learn on the side
+//    thread): while learning, calls
 //    are served in turn in each mode still measured and the calling
 //    thread's CPU from AllocateMessages to the holder's Release is the
 //    call's cost in that mode (per wire byte; an unpaired test,
@@ -70,11 +71,19 @@ namespace arenarpc {
 //    (callback_fallback, logged once). A call that comes back to its thread
 //    after the thread polled counts that polling too (noise, alike for
 //    every mode).
-//    Async (arenarpc/grpc/async.h) and streaming: not timed. An async
-//    call's messages are taken before the call exists and gRPC parses into
-//    them inside whichever thread's CompletionQueue::Next() gets the tag,
-//    so no one thread's window covers the parse; a clock over part of the
-//    call would not see what the modes differ in.
+//    Async (arenarpc/grpc/async.h): timed with the user's three lines
+//    (arenarpc::NextTag instead of cq->Next, CallMessages::Arrived() on the
+//    request tag, Answered() after Finish()): gRPC parses the request
+//    inside the Next() that returns its tag and Finish() serializes on the
+//    calling thread, so the window runs from before that Next() to after
+//    Finish(), plus the messages' making and release. A window not the
+//    call's own is lost as above (same fallback); without the lines an
+//    async method learns on the side thread (kSideThread's way).
+//    Streaming: not timed.
+//    Every API: a timed call that did not end OK (sync: a non-OK status or
+//    cancelled; async: Answered() with a non-OK status, or not answered)
+//    is not observed (MeasuredMethodStats::failed_calls); callback calls
+//    are observed whatever their status (the allocator does not see it).
 //
 // Memory: what learning leaves behind is given back, so that a
 // learning method does not hold every mode's memory at once (reuse's

@@ -113,12 +113,17 @@ struct MeasuredMethodStats {
   double settle_s = 0;
   // kAuto, how it learned: calls timed on the real calls (kRealCalls),
   // timed calls lost (a callback call that ended on another thread than it
-  // began, or around another call's messages: not observed, billed), and
-  // samples the measuring thread took. `callback_fallback`: its callback
-  // calls lost more than half of a window of 32 trials, so it learns on
-  // the measuring thread from then on (logged once).
+  // began, or around another call's messages; an async call whose window
+  // was not its own: not observed, billed), timed calls that did not end
+  // OK (a sync call with a non-OK status or cancelled, an async call
+  // answered with a non-OK status or not answered: not observed, billed),
+  // and samples the measuring thread took. `callback_fallback`: its
+  // callback (or async) calls lost more than half of a window of 32
+  // trials, so it learns on the measuring thread from then on (logged
+  // once).
   uint64_t timed_calls = 0;
   uint64_t lost_calls = 0;
+  uint64_t failed_calls = 0;
   uint64_t side_samples = 0;
   bool callback_fallback = false;
   // kAuto, kRealCalls with AutoOptions::confirm on: confirmations by the

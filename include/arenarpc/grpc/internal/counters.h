@@ -42,10 +42,14 @@ bool IdleTrimTickForTesting(std::chrono::steady_clock::time_point now);
 //    handler, which gives no word. It parses right after AllocateMessages
 //    and often runs the handler and Release on the same thread; the
 //    request's bytes are taken at Release (timed calls only).
-//  - kCallNotTimed: an async CallMessages (arenarpc/grpc/async.h), taken
-//    before its call exists: no window covers the call's parse.
+//  - kCallNotTimed: a call no window covers (never timed).
+//  - kCallAsync: an async CallMessages (arenarpc/grpc/async.h), taken
+//    before its call exists: a trial is handed to it (MeteredMessageAllocator
+//    ::AllocateAsync), and its window is opened and closed by the user's
+//    lines (arenarpc::NextTag, CallMessages::Arrived/Answered).
 inline constexpr double kCallBytesAtRelease = -1;
 inline constexpr double kCallNotTimed = -2;
+inline constexpr double kCallAsync = -3;
 inline constinit thread_local double next_call_request_bytes =
     kCallBytesAtRelease;
 

@@ -28,10 +28,14 @@ namespace arenarpc::internal {
 // done with the request once the handler returned (sync_handler.h), so it
 // frees it then, before the response is serialized, as gRPC's own sync
 // handler does; FreeRequest() without counting it as the handler's.
+// Timed(): kAuto times this call (kRealCalls); Failed(): it did not end OK,
+// so its time is not observed (TimedCall::Fail).
 template <class Req, class Resp>
 class CallHolder : public ::grpc::MessageHolder<Req, Resp> {
  public:
   virtual void RequestDone() = 0;
+  virtual bool Timed() const = 0;
+  virtual void Failed() = 0;
 };
 
 // kHeap's holder: request and response inside it.
@@ -46,6 +50,8 @@ class HeapHolder final : public CallHolder<Req, Resp> {
   }
   void FreeRequest() override { Free(/*counted=*/true); }
   void RequestDone() override { Free(/*counted=*/false); }
+  bool Timed() const override { return timed_.timed(); }
+  void Failed() override { timed_.Fail(); }
   void Release() override {
     sampled_.AtRelease(this->request(), response_);
     timed_.AtRelease(this->request(), response_);
@@ -81,6 +87,8 @@ class ArenaHolder final : public CallHolder<Req, Resp> {
   }
   void FreeRequest() override { Free(/*counted=*/true); }
   void RequestDone() override { Free(/*counted=*/false); }
+  bool Timed() const override { return timed_.timed(); }
+  void Failed() override { timed_.Fail(); }
   void Release() override {
     sampled_.AtRelease(this->request(), *this->response());
     timed_.AtRelease(this->request(), *this->response());
@@ -124,6 +132,8 @@ class ReuseHolder final : public CallHolder<Req, Resp> {
   }
   void FreeRequest() override { Free(/*counted=*/true); }
   void RequestDone() override { Free(/*counted=*/false); }
+  bool Timed() const override { return timed_.timed(); }
+  void Failed() override { timed_.Fail(); }
   void Release() override {
     sampled_.AtRelease(this->request(), *response_);
     timed_.AtRelease(this->request(), *response_);

@@ -93,6 +93,7 @@ class MethodMeter {
     double bytes = 0;       // on the wire: request (unless taken at release),
                             // and the response's, added at release
     bool callback = false;  // a callback call
+    bool async = false;     // an async call (AsyncCall times it)
     bool request_bytes_at_release = false;  // its request not sized yet
     // The thread the clock runs on, and its holder events then (TimedCall).
     uint64_t thread = 0;
@@ -106,8 +107,28 @@ class MethodMeter {
   // True if this method learns on real calls for calls like this one (then
   // ShouldSample's kAuto part must not also sample it): kRealCalls, a sync
   // or callback call, and for a callback call only while its timed calls
-  // mostly end where they began (see LoseTimedCall).
+  // mostly end where they began (see LoseTimedCall); for an async call
+  // (kCallAsync) only once its calls were seen with the user's lines
+  // (NoteAsyncLines) and while their windows are mostly kept.
   bool LearnsOnCall(double request_bytes) const;
+  // An async call arrived in a window of arenarpc::NextTag on its thread:
+  // the method's async calls may be timed from now on (the side thread's
+  // samples of a decision under way are discarded, as a decision does not
+  // mix the two). Cheap once seen.
+  void NoteAsyncLines();
+  // An async call's trial, timed by AsyncCall: `cost_ns` of CPU on its
+  // window (the parse, handler and Finish's serialization) plus its
+  // messages' making and release; into the learner and the budget as
+  // EndTimedCall's.
+  void EndAsyncCall(const CallTiming& timing, double cost_ns);
+  // A trial whose call never came (an async CallData released at shutdown):
+  // handed out again, not counted.
+  void DropTrial(const CallTiming& timing);
+  // A timed call that did not end OK (a non-OK status, or cancelled): not
+  // observed (its cost says nothing about the mode), handed out again,
+  // billed as a lost one, counted (failed_calls); an async one counts in
+  // its loss window as a lost one does.
+  void DiscardTimedCall(const CallTiming& timing);
   // The timed call's end on the thread it began on, with no other call's
   // holder made or released there in between: its cost, into the learner
   // and the budget.
@@ -143,8 +164,13 @@ class MethodMeter {
   struct Impl;
 
  private:
-  // A callback trial ended (timed or lost): its loss window.
-  void CountCallbackTrial(bool lost);
+  // A callback or async trial ended (timed or not): its loss window.
+  void CountWindowTrial(const CallTiming& timing, bool lost);
+  // A timed call not observed (lost or failed): its trial handed out
+  // again, its loss window, the bill.
+  void Unobserved(const CallTiming& timing);
+  // A timed call's cost, `end` the thread's CPU clock when it ended.
+  void EndCall(const CallTiming& timing, double cost_ns, double end_ns);
 
   Impl* const impl_;  // never destroyed
 };
@@ -180,9 +206,14 @@ class TimedCall {
   }
   TimedCall(const TimedCall&) = delete;
   TimedCall& operator=(const TimedCall&) = delete;
+  bool timed() const { return t_.meter != nullptr; }
+  // The call did not end OK: not observed (DiscardTimedCall).
+  void Fail() { failed_ = true; }
   ~TimedCall() {
     if (t_.meter != nullptr) {
-      if (InWindow()) {
+      if (failed_) {
+        t_.meter->DiscardTimedCall(t_);
+      } else if (InWindow()) {
         t_.meter->EndTimedCall(t_);
       } else {
         t_.meter->LoseTimedCall(t_);
@@ -221,6 +252,7 @@ class TimedCall {
   }
 
   MethodMeter::CallTiming t_;
+  bool failed_ = false;
 };
 
 // A holder's part in measuring a sampled call (none when `meter` is null):
@@ -253,6 +285,83 @@ class SampledCall {
   MethodMeter* const meter_;
   std::optional<SampleBytes> freed_request_;
   double cpu_ns_ = 0;
+};
+
+// An async call's window (kAuto, kRealCalls; arenarpc/grpc/async.h). gRPC
+// parses an async request inside the CompletionQueue::Next() that returns
+// its tag (the tag's FinalizeResult), and Finish() serializes the response
+// on the calling thread, so a call's CPU is the thread's from just before
+// that Next() to just after Finish(): arenarpc::NextTag reads the thread's
+// CPU clock before Next() (only while some async trial is out), Arrived()
+// takes that reading for the call, Answered() closes the window. The call
+// is counted only if that Next() was the last one on the thread and no
+// other call's messages were released there between it and Arrived() (else
+// the reading is another event's: lost), and if Answered() runs on the same
+// thread with no Next() in between. Other calls' messages made or released
+// on the thread while a window is open are timed and taken out of it.
+struct AsyncThreadWindow {
+  uint64_t seq = 0;        // NextTag calls on this thread (0: none yet)
+  double start_ns = -1;    // the thread's CPU before the last Next (-1: unread)
+  double excluded_ns = 0;  // other calls' making and releasing since then
+  bool claimed = false;    // an Arrived() took this Next
+  bool tainted = false;    // another call's messages released before that
+  bool closed = false;     // Answered() (or an untimed Arrived()) closed it
+  bool open() const { return start_ns >= 0 && !closed; }
+};
+inline constinit thread_local AsyncThreadWindow async_thread_window;
+
+// NextTag's part before and after Next().
+void BeforeAsyncNext();
+inline void AfterAsyncNext() {}
+
+// Timing other calls' messages made or released while a window is open on
+// this thread (start: -1 when none is; End adds the time to the window).
+inline double AsyncExclusionStart() {
+  return async_thread_window.open() ? MethodMeter::ThreadCpuNs() : -1;
+}
+void AsyncExclusionEnd(double start_ns);
+
+// One async call's part in kAuto's real-call learning (or none: no trial).
+class AsyncCall {
+ public:
+  AsyncCall() = default;
+  // `meter`: the method's (null: a fixed mode, nothing measured); `timing`:
+  // its trial (timing.meter null: none), its clock started at the making
+  // of the messages, which `made_at_ns` ended (their making is the call's).
+  AsyncCall(MethodMeter* meter, const MethodMeter::CallTiming& timing,
+            double made_at_ns);
+  AsyncCall(AsyncCall&& o) noexcept { *this = std::move(o); }
+  AsyncCall& operator=(AsyncCall&& o) noexcept {
+    meter_ = std::exchange(o.meter_, nullptr);
+    t_ = std::exchange(o.t_, {});
+    state_ = std::exchange(o.state_, State::kPosted);
+    seq_ = o.seq_;
+    thread_ = o.thread_;
+    cost_ns_ = o.cost_ns_;
+    return *this;
+  }
+  AsyncCall(const AsyncCall&) = delete;
+  AsyncCall& operator=(const AsyncCall&) = delete;
+
+  void Arrived();
+  void Answered(const google::protobuf::Message* request,
+                const google::protobuf::Message& response, bool ok);
+  void BeforeFreeRequest(const google::protobuf::Message& request);
+  // Around the messages' release: its time is the call's (timed and
+  // answered), or another open window's to leave out.
+  double BeforeRelease() const;
+  void AfterRelease(double start_ns);
+
+ private:
+  enum class State : uint8_t { kPosted, kArrived, kAnswered, kLost, kFailed };
+  void SizeRequest(const google::protobuf::Message& request);
+
+  MethodMeter* meter_ = nullptr;
+  MethodMeter::CallTiming t_;  // t_.meter null: not a trial
+  State state_ = State::kPosted;
+  uint64_t seq_ = 0;     // the thread's NextTag count at Arrived()
+  uint64_t thread_ = 0;  // the thread of Arrived()
+  double cost_ns_ = 0;   // making, then the window, then the release
 };
 
 // Samples queued plus samples the measuring thread has finished (their

@@ -135,6 +135,13 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
     ::grpc::internal::UnaryRunHandlerHelper(
         param, static_cast<google::protobuf::MessageLite*>(holder->response()),
         status);
+    // kAuto learns only from calls that ended OK: a failed or cancelled
+    // call (a deadline passed under overload) skips work the modes differ
+    // in, or waited for it.
+    if (holder->Timed() &&
+        (!status.ok() || param.server_context->IsCancelled())) {
+      holder->Failed();
+    }
     holder->Release();
   }
 
