@@ -81,43 +81,30 @@ class CallData {
 class AsyncEchoServer {
  public:
   AsyncEchoServer(const std::string& name, bool lines)
-      : method_(name, RealCallsOptions()) {
-    server_ = testing::StartLocalServer(
-        &service_, &port_,
-        [this](grpc::ServerBuilder& b) { cq_ = b.AddCompletionQueue(); });
-    EXPECT_NE(server_, nullptr);
-    new CallData(&service_, cq_.get(), &method_, lines);
-    poller_ = std::thread([this, lines] {
-      void* tag;
-      bool ok;
-      while (lines ? NextTag(cq_.get(), &tag, &ok) : cq_->Next(&tag, &ok)) {
-        static_cast<CallData*>(tag)->Proceed(ok);
-      }
-    });
-    stub_ = EchoService::NewStub(
-        testing::NewTestChannel("127.0.0.1:" + std::to_string(port_)));
-  }
-  ~AsyncEchoServer() {
-    server_->Shutdown(std::chrono::system_clock::now());
-    cq_->Shutdown();
-    poller_.join();
-  }
+      : method_(name, RealCallsOptions()),
+        queue_(
+            [this, lines](EchoService::AsyncService* service,
+                          grpc::ServerCompletionQueue* cq) {
+              new CallData(service, cq, &method_, lines);
+            },
+            [lines](grpc::ServerCompletionQueue* cq) {
+              void* tag;
+              bool ok;
+              while (lines ? NextTag(cq, &tag, &ok) : cq->Next(&tag, &ok)) {
+                static_cast<CallData*>(tag)->Proceed(ok);
+              }
+            }) {}
   bool Call() {
     grpc::ClientContext context;
     EchoRequest request;
     echo::BuildEchoRequest(20, 1, &request);
     EchoResponse response;
-    return stub_->Echo(&context, request, &response).ok();
+    return queue_.stub().Echo(&context, request, &response).ok();
   }
 
  private:
   Method method_;
-  EchoService::AsyncService service_;
-  int port_ = 0;
-  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
-  std::unique_ptr<grpc::Server> server_;
-  std::thread poller_;
-  std::unique_ptr<EchoService::Stub> stub_;
+  testing::AsyncEchoQueue queue_;
 };
 
 // With the lines, calls one at a time: every window is the call's own, so
@@ -321,18 +308,14 @@ TEST(AutoAsyncTest, SyncCallsThatFailAreNotObserved) {
   const MethodInstall install = InstallSyncMethod<&EchoService::Service::Echo>(
       &service, RealCallsOptions(), method);
   ASSERT_TRUE(install.served) << install.reason;
-  int port = 0;
-  std::unique_ptr<grpc::Server> server =
-      testing::StartLocalServer(&service, &port);
-  ASSERT_NE(server, nullptr);
-  auto stub = EchoService::NewStub(
-      testing::NewTestChannel("127.0.0.1:" + std::to_string(port)));
+  const testing::LocalEcho local = testing::StartLocalEcho(&service);
+  ASSERT_NE(local.server, nullptr);
   for (int i = 0; i < 20; ++i) {
     grpc::ClientContext context;
     EchoRequest request;
     echo::BuildEchoRequest(10, 1, &request);
     EchoResponse response;
-    EXPECT_EQ(stub->Echo(&context, request, &response).error_code(),
+    EXPECT_EQ(local.stub->Echo(&context, request, &response).error_code(),
               grpc::StatusCode::RESOURCE_EXHAUSTED);
   }
   MeasuredMethodStats s;
@@ -343,7 +326,7 @@ TEST(AutoAsyncTest, SyncCallsThatFailAreNotObserved) {
   EXPECT_EQ(s.failed_calls, 20u);
   EXPECT_EQ(s.timed_calls, 0u);
   EXPECT_EQ(s.samples, 0u);
-  server->Shutdown(std::chrono::system_clock::now());
+  local.server->Shutdown(std::chrono::system_clock::now());
 }
 
 }  // namespace

@@ -94,19 +94,15 @@ TEST(AutoCallbackTest, CallsFinishedOnAnotherThreadFallBackToTheSideThread) {
       &service, RealCalls(), method,
       &EchoService::CallbackService::SetMessageAllocatorFor_Echo);
   ASSERT_TRUE(install.served) << install.reason;
-  int port = 0;
-  std::unique_ptr<grpc::Server> server =
-      testing::StartLocalServer(&service, &port);
-  ASSERT_NE(server, nullptr);
-  auto stub = EchoService::NewStub(
-      testing::NewTestChannel("127.0.0.1:" + std::to_string(port)));
+  const testing::LocalEcho local = testing::StartLocalEcho(&service);
+  ASSERT_NE(local.server, nullptr);
   std::atomic<int> failed{0};
   {
     std::vector<std::thread> callers;
     for (int c = 0; c < 4; ++c) {
       callers.emplace_back([&] {
         for (int i = 0; i < 500 && !StatsOf(method).callback_fallback; ++i) {
-          if (!Call(*stub, 1)) failed.fetch_add(1);
+          if (!Call(*local.stub, 1)) failed.fetch_add(1);
         }
       });
     }
@@ -123,13 +119,13 @@ TEST(AutoCallbackTest, CallsFinishedOnAnotherThreadFallBackToTheSideThread) {
   const uint64_t timed = s.timed_calls;
   // From now on its calls are sampled for the measuring thread.
   EXPECT_TRUE(WaitFor([&] {
-    EXPECT_TRUE(Call(*stub, 1));
+    EXPECT_TRUE(Call(*local.stub, 1));
     return StatsOf(method).side_samples > 0;
   }));
   EXPECT_EQ(StatsOf(method).timed_calls, timed);
-  server->Shutdown(std::chrono::system_clock::now());
+  local.server->Shutdown(std::chrono::system_clock::now());
   service.Stop();
-  server->Wait();
+  local.server->Wait();
 }
 
 // The budget holds on callback calls: a call is timed only while what

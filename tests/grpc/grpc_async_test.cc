@@ -132,23 +132,17 @@ class AsyncServerTest : public ::testing::TestWithParam<AllocationMode> {
   void SetUp() override {
     method_ = std::make_unique<AsyncMethod<EchoRequest, EchoResponse>>(
         kEcho, GetParam());
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port_);
-    builder.RegisterService(&service_);
-    builder.SetMaxReceiveMessageSize(kMaxReceiveBytes);
-    cq_ = builder.AddCompletionQueue();
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    new CallData(&service_, cq_.get(), method_.get(), &live_);
-    poller_ = std::thread([this] {
-      void* tag;
-      bool ok;
-      while (cq_->Next(&tag, &ok)) CallData::OnTag(tag, ok);
-    });
-    stub_ = EchoService::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
-                            grpc::InsecureChannelCredentials()));
+    queue_ = std::make_unique<testing::AsyncEchoQueue>(
+        [this](EchoService::AsyncService* service,
+               grpc::ServerCompletionQueue* cq) {
+          new CallData(service, cq, method_.get(), &live_);
+        },
+        [](grpc::ServerCompletionQueue* cq) {
+          void* tag;
+          bool ok;
+          while (cq->Next(&tag, &ok)) CallData::OnTag(tag, ok);
+        },
+        kMaxReceiveBytes);
   }
   void TearDown() override {
     Shutdown();
@@ -158,27 +152,15 @@ class AsyncServerTest : public ::testing::TestWithParam<AllocationMode> {
     EXPECT_EQ(SharedMessagePool<EchoRequest>().Stats().in_use, 0u);
     EXPECT_EQ(SharedMessagePool<EchoResponse>().Stats().in_use, 0u);
   }
-  void Shutdown() {
-    if (server_ == nullptr) return;
-    server_->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::milliseconds(100));
-    cq_->Shutdown();
-    poller_.join();
-    server_.reset();
-  }
+  void Shutdown() { queue_->Shutdown(std::chrono::milliseconds(100)); }
   grpc::Status Call(const EchoRequest& request, EchoResponse* response,
                     grpc::ClientContext* context) {
-    return stub_->Echo(context, request, response);
+    return queue_->stub().Echo(context, request, response);
   }
 
-  EchoService::AsyncService service_;
   std::unique_ptr<AsyncMethod<EchoRequest, EchoResponse>> method_;
   std::atomic<int> live_{0};
-  int port_ = 0;
-  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
-  std::unique_ptr<grpc::Server> server_;
-  std::thread poller_;
-  std::unique_ptr<EchoService::Stub> stub_;
+  std::unique_ptr<testing::AsyncEchoQueue> queue_;
 };
 
 TEST_P(AsyncServerTest, EchoesAndReportsTheMethod) {
@@ -212,9 +194,8 @@ TEST_P(AsyncServerTest, EchoesAndReportsTheMethod) {
 // parse; the next call on that CallData is answered correctly.
 TEST_P(AsyncServerTest, AMalformedRequestThenAGoodOne) {
   const grpc::Status bad_status = testing::CallWithBytes(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
-                          grpc::InsecureChannelCredentials()),
-      std::string("/") + kEcho, std::string("\x0a\x64\x61\x62\x63", 5));
+      testing::NewTestChannel(queue_->target()), std::string("/") + kEcho,
+      std::string("\x0a\x64\x61\x62\x63", 5));
   EXPECT_FALSE(bad_status.ok());
   EchoRequest request;
   echo::BuildEchoRequest(10, 3, &request);
@@ -298,7 +279,7 @@ TEST_P(AsyncServerTest, AsyncStubWithClientCallScopes) {
   for (int i = 0; i < kCalls; ++i) {
     calls.push_back(std::make_unique<ClientCall<EchoRequest, EchoResponse>>());
     echo::BuildEchoRequest(10, i, calls[i]->request());
-    readers.push_back(stub_->PrepareAsyncEcho(
+    readers.push_back(queue_->stub().PrepareAsyncEcho(
         calls[i]->context(), *calls[i]->request(), &client_cq));
     readers[i]->StartCall();
     readers[i]->Finish(calls[i]->response(), &statuses[i],

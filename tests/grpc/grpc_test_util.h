@@ -125,6 +125,68 @@ inline std::shared_ptr<grpc::Channel> NewTestChannel(
                                    args);
 }
 
+// A started server of `service` on 127.0.0.1 and an echo stub on a channel
+// of its own.
+struct LocalEcho {
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<echo::EchoService::Stub> stub;
+};
+inline LocalEcho StartLocalEcho(grpc::Service* service) {
+  LocalEcho local;
+  int port = 0;
+  local.server = StartLocalServer(service, &port);
+  if (local.server != nullptr) {
+    local.stub = echo::EchoService::NewStub(
+        NewTestChannel("127.0.0.1:" + std::to_string(port)));
+  }
+  return local;
+}
+
+// An async echo server on 127.0.0.1: `first` requests the first call
+// (the user's first CallData), then one thread runs `serve` (the
+// completion-queue loop) until the queue is shut down and drained.
+class AsyncEchoQueue {
+ public:
+  using First = std::function<void(echo::EchoService::AsyncService*,
+                                   grpc::ServerCompletionQueue*)>;
+  using Serve = std::function<void(grpc::ServerCompletionQueue*)>;
+  AsyncEchoQueue(const First& first, Serve serve,
+                 int max_receive_bytes = 4 << 20) {
+    server_ = StartLocalServer(&service_, &port_, [&](grpc::ServerBuilder& b) {
+      b.SetMaxReceiveMessageSize(max_receive_bytes);
+      cq_ = b.AddCompletionQueue();
+    });
+    EXPECT_NE(server_, nullptr);
+    if (server_ == nullptr) return;
+    first(&service_, cq_.get());
+    poller_ =
+        std::thread([this, serve = std::move(serve)] { serve(cq_.get()); });
+    stub_ = echo::EchoService::NewStub(NewTestChannel(target()));
+  }
+  ~AsyncEchoQueue() { Shutdown(std::chrono::milliseconds(0)); }
+
+  // Shuts the server down (calls in flight get `grace`), then the queue;
+  // returns when `serve` did.
+  void Shutdown(std::chrono::milliseconds grace) {
+    if (server_ == nullptr) return;
+    server_->Shutdown(std::chrono::system_clock::now() + grace);
+    cq_->Shutdown();
+    poller_.join();
+    server_.reset();
+  }
+
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+  echo::EchoService::Stub& stub() { return *stub_; }
+
+ private:
+  echo::EchoService::AsyncService service_;
+  int port_ = 0;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread poller_;
+  std::unique_ptr<echo::EchoService::Stub> stub_;
+};
+
 // Echo server on 127.0.0.1, a free port, with `options` (or a mode)
 // installed on the service of `api` (callback: EchoServiceImpl, sync:
 // EchoSyncServiceImpl).

@@ -310,9 +310,8 @@ struct AsyncThreadWindow {
 };
 inline constinit thread_local AsyncThreadWindow async_thread_window;
 
-// NextTag's part before and after Next().
+// NextTag's part before Next().
 void BeforeAsyncNext();
-inline void AfterAsyncNext() {}
 
 // Timing other calls' messages made or released while a window is open on
 // this thread (start: -1 when none is; End adds the time to the window).
