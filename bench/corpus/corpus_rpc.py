@@ -151,10 +151,12 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         warm = os.path.join(tempfile.gettempdir(), f"arenarpc_corpus_warm_{os.getpid()}.json")
         subprocess.run(ghz(round(warmup, 1), warm), check=True, capture_output=True)
         cpu0 = rpc_common.cpu_seconds(server.proc.pid)
+        threads0 = rpc_common.thread_cpu_ticks(server.proc.pid)
         report_path = os.path.join(outdir, f"ghz_{tag}.json")
         cmd = ghz(args.duration, report_path)
         subprocess.run(cmd, check=True, capture_output=True)
         cpu1 = rpc_common.cpu_seconds(server.proc.pid)
+        threads1 = rpc_common.thread_cpu_ticks(server.proc.pid)
         peak = rpc_common.status_kib(server.proc.pid, "VmHWM") / 1024.0
     finally:
         rc = server.stop()
@@ -195,6 +197,9 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         "peak_rss_mib": peak, "server_exit_code": rc, "ghz_command": " ".join(cmd),
         "auto_chose": ",".join(chose), "auto_log": auto_line,
         "measuring_share": measuring_share,
+        # The window's CPU by thread name, in clock ticks (10 ms here).
+        "thread_ticks": {k: v - threads0.get(k, 0) for k, v in threads1.items()
+                         if v != threads0.get(k, 0)},
     }
 
 
@@ -211,6 +216,7 @@ def combine(runs):
     shares = [r["measuring_share"] for r in runs if r.get("measuring_share") is not None]
     out["measuring_share"] = statistics.median(shares) if shares else None
     out["measuring_share_rounds"] = shares
+    out["thread_ticks_rounds"] = [r.get("thread_ticks", {}) for r in runs]
     return out
 
 

@@ -84,6 +84,27 @@ def _process_cpu_clock():
 _CPU_CLOCK = _process_cpu_clock()
 
 
+def thread_cpu_ticks(pid):
+    """CPU clock ticks (user + system) per thread name of a live process,
+    from /proc/<pid>/task/*/stat: which threads a window's CPU went to
+    (threads that exit in between are not counted)."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        out[name] = out.get(name, 0) + int(fields[11]) + int(fields[12])
+    return out
+
+
 def cpu_seconds(pid):
     """The process's CPU time (user + system, every thread, exited ones
     included), in seconds. From its CPU-time clock, to the nanosecond:
