@@ -140,6 +140,9 @@ MessagePoolCore::MessagePoolCore(const Message* prototype,
       guard_(std::make_unique<SizeGuard>(options)) {
   ARENARPC_CHECK(prototype != nullptr, "MessagePool: null prototype");
   cache_ = std::make_unique<Cache>(this, options);
+  if (options.unrouted_start_fresh) {
+    fresh_returns_left_.store(options.unrouted_fresh_returns);
+  }
 }
 
 MessagePoolCore::~MessagePoolCore() {
@@ -188,7 +191,8 @@ MessagePoolCore::Entry* MessagePoolCore::Acquire() {
   ARENARPC_CHECK(e != nullptr, "MessagePool: out of memory");
   // A heap instance while heap instances are off (see Return()): it goes,
   // this use gets a fresh arena.
-  if (e->message != nullptr && !e->arena.has_value() && ServingFreshArenas()) {
+  if (e->message != nullptr && heap_instances_ &&
+      e->arena.has_value() == !ServingFreshArenas()) {
     e->Unpoison();
     retained_.Add(-static_cast<int64_t>(e->space));
     e->Clear();
@@ -241,7 +245,8 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
     in_use_.Add(-1);  // last (see above)
     return;
   }
-  if (fresh_arenas_ || (heap_instances_ && e->arena.has_value())) {
+  if (fresh_arenas_ || (heap_instances_ && e->arena.has_value() &&
+                        !options_.unrouted_arena_instances)) {
     // Clear() cannot keep this type, or heap instances are off for now (an
     // instance of a heap-instance pool on an arena is a fresh one, see
     // below): no walk, no guard (nothing is kept); the arena goes back to
@@ -259,6 +264,7 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   // after 64, and an input above it that reached an instance by other means
   // than ParseFrom() is seen at once, before many instances took one (each
   // such instance holds its capacity until it is evicted or aged).
+  if (heap_instances_ && e->arena.has_value()) CountFreshReturn();
   const bool learning = heap_instances_ && guard_->Samples() < kYoungReturns;
   size_t size = size_hint;
   if (size == 0) {

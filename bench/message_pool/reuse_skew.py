@@ -53,7 +53,7 @@ def loadavg():
 
 # Modes per build: pool_inplace and pool_arena only differ from pool where
 # the pool puts instances on the heap (protobuf v22+); on 3.21 pool is both.
-COMPARE_MODES = ["scoped", "pool", "pool_protobuf", "pool_protobuf_off", "pool_inplace", "pool_arena"]
+COMPARE_MODES = ["scoped", "pool", "pool_protobuf", "pool_protobuf_ai", "pool_protobuf_sf", "pool_protobuf_off", "pool_inplace", "pool_arena"]
 
 
 def compare_builds(args):
@@ -69,7 +69,7 @@ def compare_builds(args):
         for rep in range(args.reps):
             for name, binary in (builds if rep % 2 == 0 else builds[::-1]):
                 legacy = name.startswith("3.") and not extra[name]
-                modes = ["scoped", "pool"] if legacy else COMPARE_MODES
+                modes = ["scoped", "pool", "pool_protobuf"] if legacy else COMPARE_MODES
                 modes = [m for m in modes if m in args.modes.split(",")]
                 for shape in args.shapes.split(","):
                     for mode in (modes if rep % 2 == 0 else modes[::-1]):

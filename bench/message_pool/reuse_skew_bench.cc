@@ -132,6 +132,8 @@ arenarpc::MessagePool<M>& Pool() {
     o.arena_instances = mode == "pool_arena";
     o.large_inputs_on_arena = mode != "pool_inplace";
     if (mode == "pool_protobuf_off") o.unrouted_fresh_returns = 0;
+    o.unrouted_arena_instances = mode == "pool_protobuf_ai";
+    o.unrouted_start_fresh = mode == "pool_protobuf_sf";
     return o;
   }());
   return pool;

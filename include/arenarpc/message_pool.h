@@ -170,6 +170,10 @@ struct MessagePoolOptions {
   // growth bound reached a heap instance other than through ParseFrom()
   // ("Parsed by other means" above); 0: never.
   int64_t unrouted_fresh_returns = int64_t{1} << 16;
+  // EXPERIMENT: while heap instances are off, arena instances (Clear() and
+  // reuse) instead of a fresh arena per use.
+  bool unrouted_arena_instances = false;
+  bool unrouted_start_fresh = false;  // EXPERIMENT
 };
 
 struct MessagePoolStats {
