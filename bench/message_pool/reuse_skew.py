@@ -53,7 +53,7 @@ def loadavg():
 
 # Modes per build: pool_inplace and pool_arena only differ from pool where
 # the pool puts instances on the heap (protobuf v22+); on 3.21 pool is both.
-COMPARE_MODES = ["scoped", "pool", "pool_protobuf", "pool_protobuf_ai", "pool_protobuf_sf", "pool_protobuf_off", "pool_inplace", "pool_arena"]
+COMPARE_MODES = ["scoped", "pool", "pool_protobuf", "pool_protobuf_off", "pool_inplace", "pool_arena"]
 
 
 def compare_builds(args):

@@ -170,10 +170,12 @@ struct MessagePoolOptions {
   // growth bound reached a heap instance other than through ParseFrom()
   // ("Parsed by other means" above); 0: never.
   int64_t unrouted_fresh_returns = int64_t{1} << 16;
-  // EXPERIMENT: while heap instances are off, arena instances (Clear() and
-  // reuse) instead of a fresh arena per use.
-  bool unrouted_arena_instances = false;
-  bool unrouted_start_fresh = false;  // EXPERIMENT
+  // Heap instances: the pool's first returns (about this many) are served
+  // on fresh arenas, each measured, so that an input above the growth bound
+  // that reaches the pool other than through ParseFrom() turns heap
+  // instances off before any heap instance took one ("Parsed by other
+  // means" above); 0: heap instances from the first use.
+  int64_t fresh_returns_at_start = 1024;
 };
 
 struct MessagePoolStats {
@@ -255,6 +257,8 @@ class MessagePoolCore {
   void Rebuild(Entry* entry);
   bool ServingFreshArenas() const;
   void CountFreshReturn();
+  void LearnFromFreshReturn(Entry* entry, size_t size_hint);
+  void TurnHeapInstancesOff();
 
   const MessagePoolOptions options_;
   const google::protobuf::Message* const prototype_;
@@ -274,7 +278,7 @@ class MessagePoolCore {
   StripedCounter retained_;
   StripedCounter kept_bytes_;     // footprint bytes a use did not allocate
   StripedCounter regrown_bytes_;  // arena bytes a use allocated again
-  std::atomic<uint64_t> created_{0};
+  StripedCounter created_;
   std::atomic<uint64_t> evicted_{0};
   std::atomic<uint64_t> garbage_{0};
   std::atomic<uint64_t> aged_{0};
