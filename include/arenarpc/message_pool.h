@@ -68,12 +68,19 @@
 // 1024 returns measured), evicts the instance and, for the next
 // unrouted_fresh_returns returns, serves fresh arenas instead of heap
 // instances (arena mode; MessagePoolStats::unrouted_large,
-// fresh_arenas_now), then tries heap instances again. On the skewed sizes
-// above parsed with ParseFromString on protobuf 35.1
-// (docs/raw/reuse_skew/unrouted/protobuf35/): 2.75-2.80x a fresh arena's
-// CPU without this, 1.03-1.07x with it (each use is then a fresh arena
-// plus the pool's bookkeeping; peak RSS 1.06-1.16x); ParseFrom():
-// 0.92-0.94x. Arena instances (before v24) need none of it.
+// fresh_arenas_now), then tries heap instances again. A new pool starts
+// that way (fresh_returns_at_start) and measures each return while its
+// guard learns the sizes, so that such an input is seen before any heap
+// instance took one. On the skewed sizes above parsed with
+// ParseFromString on protobuf 35.1 (docs/raw/reuse_skew/unrouted/
+// protobuf35/, CPU against a fresh arena per use): 2.75-2.80x without
+// turning heap instances off, 1.03-1.07x when heap instances took the
+// first large inputs (peak RSS 1.06-1.16x), 0.99-1.00x with the start on
+// fresh arenas (peak RSS 1.00-1.01x; each use is then a fresh arena plus
+// the pool's bookkeeping, 0.6 % of the profile); ParseFrom(): 0.92x.
+// Clearing and reusing instances on
+// arenas instead took 1.32-1.36x (35.1's parser re-creates their strings).
+// Arena instances (before v24) need none of it.
 //
 // Out of memory: instances live on arenas, which take blocks from the heap
 // when the page pool has none (arena.h), so Acquire() and parsing fail only
