@@ -78,9 +78,9 @@
 // first large inputs (peak RSS 1.06-1.16x), 0.99-1.00x with the start on
 // fresh arenas (peak RSS 1.00-1.01x; each use is then a fresh arena plus
 // the pool's bookkeeping, 0.6 % of the profile); ParseFrom(): 0.92x.
-// Clearing and reusing instances on
-// arenas instead took 1.32-1.36x (35.1's parser re-creates their strings).
-// Arena instances (before v24) need none of it.
+// Clearing and reusing instances on arenas instead took 1.32-1.36x (35.1's
+// parser re-creates their strings). Arena instances (before v24) need none
+// of it.
 //
 // Out of memory: instances live on arenas, which take blocks from the heap
 // when the page pool has none (arena.h), so Acquire() and parsing fail only
