@@ -140,6 +140,13 @@ MessagePoolCore::MessagePoolCore(const Message* prototype,
       guard_(std::make_unique<SizeGuard>(options)) {
   ARENARPC_CHECK(prototype != nullptr, "MessagePool: null prototype");
   cache_ = std::make_unique<Cache>(this, options);
+  // A young heap-instance pool serves fresh arenas while it learns the
+  // sizes (see the fresh returns in Return()).
+  if (heap_instances_) {
+    fresh_returns_left_.store(
+        std::max<int64_t>(0, options.fresh_returns_at_start),
+        std::memory_order_relaxed);
+  }
 }
 
 MessagePoolCore::~MessagePoolCore() {
@@ -208,7 +215,7 @@ MessagePoolCore::Entry* MessagePoolCore::Acquire() {
       cache_->Push(e);
       throw;
     }
-    created_.fetch_add(1, std::memory_order_relaxed);
+    created_.Add(1);  // every use of a fresh arena: striped
   } else {
     e->Unpoison();
     retained_.Add(-static_cast<int64_t>(e->space));
@@ -246,7 +253,10 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
     // instance of a heap-instance pool on an arena is a fresh one, see
     // below): no walk, no guard (nothing is kept); the arena goes back to
     // the page pool, as in arena mode.
-    if (!fresh_arenas_) CountFreshReturn();
+    if (!fresh_arenas_) {
+      CountFreshReturn();
+      if (guard_->Samples() < kYoungReturns) LearnFromFreshReturn(e, size_hint);
+    }
     fresh_.Add(1);
     e->Clear();
     cache_->Push(e);
@@ -306,9 +316,7 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
       // instance's capacity, and a free per object now. The pool cannot
       // route such inputs (it sees their size after the parse), so it
       // serves fresh arenas for a while, arena mode's cost.
-      unrouted_large_.fetch_add(1, std::memory_order_relaxed);
-      fresh_returns_left_.store(options_.unrouted_fresh_returns,
-                                std::memory_order_relaxed);
+      TurnHeapInstancesOff();
     }
     e->Clear();
   } else if (e->footprint > 0 && static_cast<double>(space) >
@@ -324,6 +332,30 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
   e->Poison(object_size_);
   cache_->Push(e);
   in_use_.Add(-1);  // last (see above)
+}
+
+void MessagePoolCore::LearnFromFreshReturn(Entry* e, size_t size_hint) {
+  // A heap-instance pool serving fresh arenas while it learns (its first
+  // returns, fresh_returns_at_start): each return is measured, as heap
+  // instances are in Return(), so that an input above the bound put there
+  // by other means than ParseFrom() turns heap instances off before any
+  // heap instance took one (on 35.1: 3-4 did, in the benchmark, before the
+  // pool saw the first; docs/raw/reuse_skew/unrouted/protobuf35/).
+  size_t size = size_hint;
+  if (size == 0) {
+    const int cached = e->message->GetCachedSize();
+    size =
+        cached > 0 ? static_cast<size_t>(cached) : e->message->ByteSizeLong();
+  }
+  if (size == 0) return;
+  guard_->Observe(size);
+  if (!e->routed && size > guard_->Bound()) TurnHeapInstancesOff();
+}
+
+void MessagePoolCore::TurnHeapInstancesOff() {
+  unrouted_large_.fetch_add(1, std::memory_order_relaxed);
+  fresh_returns_left_.store(options_.unrouted_fresh_returns,
+                            std::memory_order_relaxed);
 }
 
 void MessagePoolCore::CountFreshReturn() {
@@ -346,7 +378,7 @@ MessagePoolStats MessagePoolCore::Stats() const {
   const PointerCacheStats c = cache_->Stats();
   MessagePoolStats s;
   s.acquisitions = c.hits + c.misses;
-  s.created = created_.load(std::memory_order_relaxed);
+  s.created = static_cast<uint64_t>(std::max<int64_t>(0, created_.Sum()));
   s.reuse_hits = s.acquisitions > s.created ? s.acquisitions - s.created : 0;
   s.evicted_by_guard = evicted_.load(std::memory_order_relaxed);
   s.rebuilt_garbage = garbage_.load(std::memory_order_relaxed);

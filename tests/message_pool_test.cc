@@ -105,8 +105,16 @@ TEST(MessagePoolTest, AcquiredMessageIsEmpty) {
   EXPECT_EQ(s.reuse_hits + s.rebuilt_garbage, 19u);
 }
 
+// Heap instances (v24+) from the first use: these tests are about reuse,
+// not the pool's start on fresh arenas.
+MessagePoolOptions ReusedFromTheStart() {
+  MessagePoolOptions o;
+  o.fresh_returns_at_start = 0;
+  return o;
+}
+
 TEST(MessagePoolTest, ExtensionsAreCleared) {
-  MessagePool<test::Extendable> pool;
+  MessagePool<test::Extendable> pool(ReusedFromTheStart());
   {
     auto m = pool.Acquire();
     m->set_name("x");
@@ -186,7 +194,7 @@ void ExpectSameObjects(MessagePool<test::Batch>& pool,
 }
 
 TEST(MessagePoolTest, KeepsTheCapacityOfRepeatedFields) {
-  MessagePoolOptions o;
+  MessagePoolOptions o = ReusedFromTheStart();
   o.max_garbage_ratio = 100;  // never rebuilt: the same objects throughout
   std::mt19937 rng(3);
   test::Batch big, small;
@@ -220,7 +228,7 @@ TEST(MessagePoolTest, KeepsTheCapacityOfRepeatedFields) {
 TEST(MessagePoolTest, HeapInstanceKeepsStringBuffers) {
   // A singular string parsed again into a reused instance keeps its buffer
   // where the pool chose the heap (v24+); with instances on arenas 3.21 does.
-  MessagePool<test::Batch> pool;
+  MessagePool<test::Batch> pool(ReusedFromTheStart());
   std::mt19937 rng(5);
   test::Batch b;
   FillBatch(rng, 3, &b);
@@ -266,7 +274,7 @@ TEST(MessagePoolTest, TypeClearCannotKeepGetsAFreshArenaEachUse) {
   // Envelope: Clear() drops `body` (ReuseLimit): by default no Clear(), no
   // walk, the arena is reset on return, and nothing stays held.
   MessagePool<Envelope> lossy;
-  MessagePool<test::Batch> whole;
+  MessagePool<test::Batch> whole(ReusedFromTheStart());
   std::mt19937 rng(8);
   for (int i = 0; i < 40; ++i) {
     const Envelope e = RandomEnvelope(rng);
@@ -452,6 +460,9 @@ SkewedInputs MakeSkewedInputs(uint32_t seed) {
   SkewedInputs in;
   in.options.hard_cap_bytes = 4096;  // the bound before any size is learned
   in.options.min_bound_bytes = 0;
+  // Heap instances from the first use (the start on fresh arenas has its
+  // own test, YoungPoolSeesAnUnroutedLargeInputOnAFreshArena).
+  in.options.fresh_returns_at_start = 0;
   std::mt19937 rng(seed);
   test::Batch small, big;
   FillBatch(rng, 2, &small);
@@ -552,7 +563,9 @@ void ExpectUnroutedLargeTurnsHeapInstancesOff(MessagePoolOptions o,
     ASSERT_TRUE(m.ParseFrom(small_wire));
     EXPECT_EQ(m->SerializeAsString(), small_wire);
   }
-  EXPECT_EQ(pool.Stats().unrouted_large, 1u);  // fresh arenas: nothing seen
+  // A fresh arena's return is measured while the pool is young (its guard
+  // has fewer than 1024 sizes): the second large input is seen too.
+  EXPECT_EQ(pool.Stats().unrouted_large, 2u);
   // Heap instances again once unrouted_fresh_returns returns went by (the
   // pool counts 1 return in 64 at random, by 64).
   for (int i = 0; i < 20000 && pool.Stats().fresh_arenas_now; ++i) {
@@ -622,6 +635,53 @@ TEST(MessagePoolTest, HeapInstancesLearnTheirFirstBoundFromUnroutedUses) {
               heap || internal::kArenaParseRecreatesStrings)
         << "heap instances " << heap;
   }
+}
+
+TEST(MessagePoolTest, YoungPoolSeesAnUnroutedLargeInputOnAFreshArena) {
+  // Heap instances (v24+; forced here, so 3.21 runs it too): a pool serves
+  // fresh arenas for about its first fresh_returns_at_start returns, each
+  // measured, so an input above the bound parsed with protobuf's own
+  // ParseFromString turns heap instances off before any heap instance took
+  // one (mutation check: not measuring those returns, or heap instances
+  // from the first use, fails here).
+  auto [o, small_wire, big_wire] = MakeSkewedInputs(15);
+  o.fresh_returns_at_start = 1;  // over at the first count-down
+  internal::SetHeapInstancesForTest(true);
+  MessagePool<test::Batch> pool(o), control(o);
+  internal::SetHeapInstancesForTest(false);
+  EXPECT_TRUE(pool.Stats().fresh_arenas_now);
+  {
+    auto m = pool.Acquire();
+    EXPECT_NE(m->GetArena(), nullptr);  // a fresh arena, not the heap
+    ASSERT_TRUE(m->ParseFromString(big_wire));
+  }
+  MessagePoolStats s = pool.Stats();
+  EXPECT_EQ(s.unrouted_large, 1u);
+  EXPECT_EQ(s.evicted_by_guard, 0u);  // no instance held it
+  EXPECT_TRUE(s.fresh_arenas_now);
+  // Off for unrouted_fresh_returns (65536) returns now: the count-down
+  // takes at most 64 a return.
+  for (int i = 0; i < 1000; ++i) {
+    auto m = pool.Acquire();
+    ASSERT_NE(m->GetArena(), nullptr) << "use " << i;
+    ASSERT_TRUE(m->ParseFromString(small_wire));
+  }
+  EXPECT_EQ(pool.Stats().unrouted_large, 1u);
+
+  // A routed large input and small ones: heap instances after the start.
+  {
+    auto m = control.Acquire();
+    ASSERT_TRUE(m.ParseFrom(big_wire));
+  }
+  for (int i = 0; i < 20000 && control.Stats().fresh_arenas_now; ++i) {
+    auto m = control.Acquire();
+    ASSERT_TRUE(m->ParseFromString(small_wire));
+  }
+  EXPECT_FALSE(control.Stats().fresh_arenas_now);
+  EXPECT_EQ(control.Stats().unrouted_large, 0u);
+  auto m = control.Acquire();
+  EXPECT_EQ(m->GetArena(), nullptr);
+  ASSERT_TRUE(m->ParseFromString(small_wire));
 }
 
 TEST(MessagePoolTest, IdleInstancesAreBounded) {

@@ -69,7 +69,7 @@ def compare_builds(args):
         for rep in range(args.reps):
             for name, binary in (builds if rep % 2 == 0 else builds[::-1]):
                 legacy = name.startswith("3.") and not extra[name]
-                modes = ["scoped", "pool"] if legacy else COMPARE_MODES
+                modes = ["scoped", "pool", "pool_protobuf"] if legacy else COMPARE_MODES
                 modes = [m for m in modes if m in args.modes.split(",")]
                 for shape in args.shapes.split(","):
                     for mode in (modes if rep % 2 == 0 else modes[::-1]):

@@ -17,8 +17,9 @@
 //   pool_protobuf  MessagePool, the caller parsing with protobuf's own
 //            ParseFromString on the pooled message (not ParseFrom()): the
 //            pool cannot see the input's size before the parse
-//   pool_protobuf_off  pool_protobuf with unrouted_fresh_returns = 0 (heap
-//            instances never turned off: the pool before that option)
+//   pool_protobuf_off  pool_protobuf with unrouted_fresh_returns = 0 and
+//            fresh_returns_at_start = 0 (heap instances from the first use,
+//            never turned off: the pool before those options)
 //   arena_naive  like naive, each message on its own long-lived protobuf
 //            Arena (shows why MessagePool keeps instances on the heap)
 //
@@ -131,7 +132,10 @@ arenarpc::MessagePool<M>& Pool() {
     arenarpc::MessagePoolOptions o;
     o.arena_instances = mode == "pool_arena";
     o.large_inputs_on_arena = mode != "pool_inplace";
-    if (mode == "pool_protobuf_off") o.unrouted_fresh_returns = 0;
+    if (mode == "pool_protobuf_off") {
+      o.unrouted_fresh_returns = 0;
+      o.fresh_returns_at_start = 0;
+    }
     return o;
   }());
   return pool;

@@ -68,12 +68,19 @@
 // 1024 returns measured), evicts the instance and, for the next
 // unrouted_fresh_returns returns, serves fresh arenas instead of heap
 // instances (arena mode; MessagePoolStats::unrouted_large,
-// fresh_arenas_now), then tries heap instances again. On the skewed sizes
-// above parsed with ParseFromString on protobuf 35.1
-// (docs/raw/reuse_skew/unrouted/protobuf35/): 2.75-2.80x a fresh arena's
-// CPU without this, 1.03-1.07x with it (each use is then a fresh arena
-// plus the pool's bookkeeping; peak RSS 1.06-1.16x); ParseFrom():
-// 0.92-0.94x. Arena instances (before v24) need none of it.
+// fresh_arenas_now), then tries heap instances again. A new pool starts
+// that way (fresh_returns_at_start) and measures each return while its
+// guard learns the sizes, so that such an input is seen before any heap
+// instance took one. On the skewed sizes above parsed with
+// ParseFromString on protobuf 35.1 (docs/raw/reuse_skew/unrouted/
+// protobuf35/, CPU against a fresh arena per use): 2.75-2.80x without
+// turning heap instances off, 1.03-1.07x when heap instances took the
+// first large inputs (peak RSS 1.06-1.16x), 0.99-1.00x with the start on
+// fresh arenas (peak RSS 1.00-1.01x; each use is then a fresh arena plus
+// the pool's bookkeeping, 0.6 % of the profile); ParseFrom(): 0.92x.
+// Clearing and reusing instances on arenas instead took 1.32-1.36x (35.1's
+// parser re-creates their strings). Arena instances (before v24) need none
+// of it.
 //
 // Out of memory: instances live on arenas, which take blocks from the heap
 // when the page pool has none (arena.h), so Acquire() and parsing fail only
@@ -170,6 +177,12 @@ struct MessagePoolOptions {
   // growth bound reached a heap instance other than through ParseFrom()
   // ("Parsed by other means" above); 0: never.
   int64_t unrouted_fresh_returns = int64_t{1} << 16;
+  // Heap instances: the pool's first returns (about this many) are served
+  // on fresh arenas, each measured, so that an input above the growth bound
+  // that reaches the pool other than through ParseFrom() turns heap
+  // instances off before any heap instance took one ("Parsed by other
+  // means" above); 0: heap instances from the first use.
+  int64_t fresh_returns_at_start = 1024;
 };
 
 struct MessagePoolStats {
@@ -251,6 +264,8 @@ class MessagePoolCore {
   void Rebuild(Entry* entry);
   bool ServingFreshArenas() const;
   void CountFreshReturn();
+  void LearnFromFreshReturn(Entry* entry, size_t size_hint);
+  void TurnHeapInstancesOff();
 
   const MessagePoolOptions options_;
   const google::protobuf::Message* const prototype_;
@@ -270,7 +285,7 @@ class MessagePoolCore {
   StripedCounter retained_;
   StripedCounter kept_bytes_;     // footprint bytes a use did not allocate
   StripedCounter regrown_bytes_;  // arena bytes a use allocated again
-  std::atomic<uint64_t> created_{0};
+  StripedCounter created_;
   std::atomic<uint64_t> evicted_{0};
   std::atomic<uint64_t> garbage_{0};
   std::atomic<uint64_t> aged_{0};
