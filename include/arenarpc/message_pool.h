@@ -178,7 +178,8 @@ struct MessagePoolOptions {
   // ("Parsed by other means" above); 0: never.
   int64_t unrouted_fresh_returns = int64_t{1} << 16;
   // Heap instances: the pool's first returns (about this many) are served
-  // on fresh arenas, each measured, so that an input above the growth bound
+  // on fresh arenas, each measured while the growth guard learns the sizes
+  // (its first 1024), so that an input above the growth bound
   // that reaches the pool other than through ParseFrom() turns heap
   // instances off before any heap instance took one ("Parsed by other
   // means" above); 0: heap instances from the first use.
