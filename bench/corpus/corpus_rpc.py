@@ -75,6 +75,11 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     # like a preload; and with arenarpc's auto.
     "plain+glibc_tuned": ("none", "glibc_tuned", []),
     "auto+glibc_tuned": ("auto", "glibc_tuned", []),
+    # auto with a malloc preloaded beside it: they compose (arenarpc's pages
+    # and messages; the malloc's string buffers and gRPC's own buffers).
+    "auto+mimalloc": ("auto", rpc_common.PRELOADS["mimalloc"], []),
+    "auto+tcmalloc": ("auto", rpc_common.PRELOADS["tcmalloc"], []),
+    "auto+jemalloc": ("auto", rpc_common.PRELOADS["jemalloc"], []),
 }
 # No mmap per large buffer (glibc's dynamic threshold drops back) and no
 # trimming of the heap top after each call (bench/corpus/corpus_client.py too).

@@ -37,6 +37,7 @@
 #include "capture.h"
 #include "src/grpc/auto_memory.h"
 #include "src/grpc/decision_file.h"
+#include "src/grpc/request_sizes.h"
 #include "src/internal/background_thread.h"
 #include "src/internal/mode_confirmation.h"
 
@@ -129,6 +130,10 @@ struct MethodMeter::Impl {
   // side thread measured for kAuto.
   std::atomic<uint64_t> timed_calls{0};
   std::atomic<uint64_t> lost_calls{0};
+  // kRealCalls: callback and async requests' sizes (src/grpc/request_sizes.h)
+  // and the observed calls whose request was walked for its size.
+  RequestSizes request_sizes;
+  std::atomic<uint64_t> sized_requests{0};
   Mutex window_mu;
   int window_ended ABSL_GUARDED_BY(window_mu) = 0;
   int window_lost ABSL_GUARDED_BY(window_mu) = 0;
@@ -654,6 +659,7 @@ MeasuredMethodStats StatsOf(MethodMeter::Impl& m) {
                                        : m.first_sample_s);
     }
     s.timed_calls = m.timed_calls.load(std::memory_order_relaxed);
+    s.sized_requests = m.sized_requests.load(std::memory_order_relaxed);
     s.lost_calls = m.lost_calls.load(std::memory_order_relaxed);
     s.failed_calls = m.failed_calls.load(std::memory_order_relaxed);
     s.side_samples = m.side_samples.load(std::memory_order_relaxed);
@@ -832,8 +838,14 @@ AllocationMode MethodMeter::ModeForCall(double request_bytes,
   timing->mode = trial;
   timing->async = request_bytes == kCallAsync;
   timing->callback = request_bytes == kCallBytesAtRelease;
-  timing->request_bytes_at_release = request_bytes < 0;
   timing->bytes = std::max(request_bytes, 0.0);
+  timing->request_bytes_at_release = false;
+  timing->request_bytes = -1;
+  if (request_bytes < 0) {  // callback or async: sized at release, or known
+    const double known = m.request_sizes.ForCall();
+    timing->request_bytes_at_release = known < 0;
+    if (known >= 0) timing->bytes = known;
+  }
   timing->start_ns = ThreadCpuNs();
   return trial;
 }
@@ -861,6 +873,10 @@ void MethodMeter::EndCall(const CallTiming& timing, double cost, double end) {
   }
   const double now = NowS();
   m.timed_calls.fetch_add(1, std::memory_order_relaxed);
+  if (timing.request_bytes >= 0) {
+    m.sized_requests.fetch_add(1, std::memory_order_relaxed);
+    m.request_sizes.Note(timing.request_bytes);
+  }
   m.learner.ObserveCall(timing.mode, cost, timing.bytes, now);
   ReleaseIdleModes(m, timing.mode, timing.bytes);
   const double avg = m.call_ns.load(std::memory_order_relaxed);
@@ -992,7 +1008,8 @@ void AsyncCall::Arrived() {
 
 void AsyncCall::SizeRequest(const google::protobuf::Message& request) {
   const double start = MethodMeter::ThreadCpuNs();
-  t_.bytes += static_cast<double>(request.ByteSizeLong());
+  t_.request_bytes = static_cast<double>(request.ByteSizeLong());
+  t_.bytes += t_.request_bytes;
   const double ns = MethodMeter::ThreadCpuNs() - start;
   t_.request_bytes_at_release = false;  // taken
   t_.sizing_ns += ns;

@@ -269,6 +269,9 @@ void RenderMeasured(Writer& w, std::string_view kind,
        &MeasuredMethodStats::lost_calls},
       {"failed_calls_total", "Timed calls that did not end OK (not observed).",
        &MeasuredMethodStats::failed_calls},
+      {"sized_requests_total",
+       "Timed callback or async calls whose request was walked for its size.",
+       &MeasuredMethodStats::sized_requests},
   };
   for (const Counter& c : kCounters) {
     w.Family(p + c.suffix, "counter", c.help);

@@ -44,6 +44,31 @@ bool Call(EchoService::Stub& stub, int delay_ms) {
   return stub.Echo(&context, request, &response).ok();
 }
 
+// A callback echo method installed as `method` for kAuto on real calls,
+// served on a local port; stopped at the end of the scope.
+class InstalledEcho {
+ public:
+  explicit InstalledEcho(const std::string& method)
+      : install_(InstallCallbackMethod(
+            &service_, RealCalls(), method,
+            &EchoService::CallbackService::SetMessageAllocatorFor_Echo)) {
+    if (install_.served) local_ = testing::StartLocalEcho(&service_);
+  }
+  ~InstalledEcho() {
+    if (local_.server == nullptr) return;
+    local_.server->Shutdown(std::chrono::system_clock::now());
+    service_.Stop();
+    local_.server->Wait();
+  }
+  const MethodInstall& install() const { return install_; }
+  EchoService::Stub* stub() const { return local_.stub.get(); }
+
+ private:
+  echo::EchoServiceImpl service_;
+  MethodInstall install_;
+  testing::LocalEcho local_;
+};
+
 // Calls one at a time, finished in the handler: the holder is released on
 // the thread that allocated it, so the method settles on timed calls alone
 // (none measured on the measuring thread).
@@ -75,6 +100,32 @@ TEST(AutoCallbackTest, SettlesOnTimedCallbackCalls) {
   EXPECT_LE(s.samples, s.timed_calls);
   EXPECT_LE(s.timed_calls - s.samples, 2u);
   EXPECT_GT(s.settle_calls, 0u);
+  // Its requests keep one size: walked for it until 8 in a row agree, then
+  // on 1 timed call in 8 (src/grpc/request_sizes.h).
+  EXPECT_GE(s.sized_requests, 8u);
+  EXPECT_LE(s.sized_requests, 8 + (s.timed_calls - 8 + 7) / 8);
+}
+
+// Requests of changing sizes: every timed call's request is walked.
+TEST(AutoCallbackTest, RequestsOfChangingSizesAreEachSized) {
+  const std::string method = "t.Sizes/Echo";
+  InstalledEcho echo(method);
+  ASSERT_TRUE(echo.install().served) << echo.install().reason;
+  ASSERT_NE(echo.stub(), nullptr);
+  for (int i = 0; i < 2000 && !StatsOf(method).settled; ++i) {
+    grpc::ClientContext context;
+    EchoRequest request;
+    echo::BuildEchoRequest(i % 2 == 0 ? 10 : 20, 1, &request);
+    EchoResponse response;
+    ASSERT_TRUE(echo.stub()->Echo(&context, request, &response).ok());
+  }
+  MeasuredMethodStats s;
+  EXPECT_TRUE(WaitFor([&] {
+    s = StatsOf(method);
+    return s.settled && s.settle_calls > 0;
+  }));
+  EXPECT_GT(s.timed_calls, 8u);
+  EXPECT_EQ(s.sized_requests, s.timed_calls);
 }
 
 // A handler that finishes from another thread (delay_ms: the service's
@@ -88,21 +139,17 @@ TEST(AutoCallbackTest, SettlesOnTimedCallbackCalls) {
 // window was seen mostly timed. That a release on another thread is never
 // timed: auto_budget_test, on the allocator.)
 TEST(AutoCallbackTest, CallsFinishedOnAnotherThreadFallBackToTheSideThread) {
-  echo::EchoServiceImpl service;
   const std::string method = "t.Moved/Echo";
-  const MethodInstall install = InstallCallbackMethod(
-      &service, RealCalls(), method,
-      &EchoService::CallbackService::SetMessageAllocatorFor_Echo);
-  ASSERT_TRUE(install.served) << install.reason;
-  const testing::LocalEcho local = testing::StartLocalEcho(&service);
-  ASSERT_NE(local.server, nullptr);
+  InstalledEcho echo(method);
+  ASSERT_TRUE(echo.install().served) << echo.install().reason;
+  ASSERT_NE(echo.stub(), nullptr);
   std::atomic<int> failed{0};
   {
     std::vector<std::thread> callers;
     for (int c = 0; c < 4; ++c) {
       callers.emplace_back([&] {
         for (int i = 0; i < 500 && !StatsOf(method).callback_fallback; ++i) {
-          if (!Call(*local.stub, 1)) failed.fetch_add(1);
+          if (!Call(*echo.stub(), 1)) failed.fetch_add(1);
         }
       });
     }
@@ -119,13 +166,10 @@ TEST(AutoCallbackTest, CallsFinishedOnAnotherThreadFallBackToTheSideThread) {
   const uint64_t timed = s.timed_calls;
   // From now on its calls are sampled for the measuring thread.
   EXPECT_TRUE(WaitFor([&] {
-    EXPECT_TRUE(Call(*local.stub, 1));
+    EXPECT_TRUE(Call(*echo.stub(), 1));
     return StatsOf(method).side_samples > 0;
   }));
   EXPECT_EQ(StatsOf(method).timed_calls, timed);
-  local.server->Shutdown(std::chrono::system_clock::now());
-  service.Stop();
-  local.server->Wait();
 }
 
 // The budget holds on callback calls: a call is timed only while what

@@ -123,6 +123,11 @@ struct MeasuredMethodStats {
   // once).
   uint64_t timed_calls = 0;
   uint64_t lost_calls = 0;
+  // Of the timed calls observed, those of the callback or async API whose
+  // request was walked for its size (ByteSizeLong()); the others took the
+  // method's known request size (a method whose requests keep one size is
+  // sized on 1 timed call in 8).
+  uint64_t sized_requests = 0;
   uint64_t failed_calls = 0;
   uint64_t side_samples = 0;
   bool callback_fallback = false;

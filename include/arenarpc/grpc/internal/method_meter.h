@@ -95,6 +95,7 @@ class MethodMeter {
     bool callback = false;  // a callback call
     bool async = false;     // an async call (AsyncCall times it)
     bool request_bytes_at_release = false;  // its request not sized yet
+    double request_bytes = -1;              // sized at release (else -1)
     // The thread the clock runs on, and its holder events then (TimedCall).
     uint64_t thread = 0;
     uint64_t events = 0;
@@ -244,7 +245,8 @@ class TimedCall {
   }
   void SizeRequest(const google::protobuf::Message& request) {
     const double start = MethodMeter::ThreadCpuNs();
-    t_.bytes += static_cast<double>(request.ByteSizeLong());
+    t_.request_bytes = static_cast<double>(request.ByteSizeLong());
+    t_.bytes += t_.request_bytes;
     const double ns = MethodMeter::ThreadCpuNs() - start;
     t_.request_bytes_at_release = false;  // taken
     t_.sizing_ns += ns;

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""A perf profile of the corpus server in given configurations, one after
+another, under the load corpus_rpc.py applies (ghz at a fixed rate, server
+and ghz pinned to a core each). Prints each configuration's server CPU per
+call over the profiled window and its samples by shared object; writes the
+perf data to --out (large: not kept) and the report to --out/profile.txt.
+
+  flock /tmp/arenarpc-bench.lock bench/corpus/profile_rpc.py --service otlp_logs \\
+      --api callback --configs reuse,plain+mimalloc --rps 250 --out /tmp/prof
+
+One round: for where the CPU goes, not for ratios (corpus_rpc.py for those).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus_rpc  # noqa: E402
+import rpc_common  # noqa: E402  (corpus_rpc put bench/rpc on the path)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default="build/release")
+    p.add_argument("--service", required=True)
+    p.add_argument("--api", default="callback", choices=["callback", "sync", "async"])
+    p.add_argument("--configs", required=True)
+    p.add_argument("--rps", type=int, default=0, help="0: corpus_rpc.py's rate for the size")
+    p.add_argument("--seconds", type=float, default=15)
+    p.add_argument("--out", required=True)
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    svc = next(s for s in corpus_rpc.services(a.build) if s["name"] == a.service)
+    pf, size, response_size = corpus_rpc.payload(a.build, a.service, a.out)
+    pb = corpus_rpc.protoset(svc["proto"], a.out)
+    rps = a.rps or corpus_rpc.rate_for(max(size, response_size))
+    ghz_bin = rpc_common.find_ghz()
+    binary = os.path.join(a.build, "bench", "corpus", "arenarpc_corpus_server")
+    call = svc["method"].lstrip("/").replace("/", ".")
+    report = [f"{a.service}, {a.api} API, request {size} bytes, {rps} calls/s, {a.seconds:g} s profiled after 3 s"]
+    for config in a.configs.split(","):
+        mode, preload, extra = corpus_rpc.CONFIGS[config]
+        server = rpc_common.start_server(binary, mode, 1, extra + [f"--api={a.api}"], preload)
+
+        def ghz(seconds, out_json):
+            return rpc_common.pin(0, [
+                ghz_bin, "--insecure", "--async", f"--rps={rps}", f"--duration={seconds}s",
+                "--connections=1", "--concurrency=8", "--cpus=1", "--timeout=20s",
+                f"--protoset={pb}", f"--call={call}", f"--binary-file={pf}",
+                "--format=json", f"--output={out_json}", f"127.0.0.1:{server.port}"])
+        data = os.path.join(a.out, f"{config}.data")
+        try:
+            subprocess.run(ghz(3, os.path.join(a.out, "warm.json")), check=True, capture_output=True)
+            cpu0 = rpc_common.cpu_seconds(server.proc.pid)
+            perf = subprocess.Popen(["perf", "record", "-F", "1999", "--call-graph", "dwarf,16384", "-o", data,
+                                     "-p", str(server.proc.pid)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            measured = os.path.join(a.out, f"{config}.json")
+            subprocess.run(ghz(a.seconds, measured), check=True, capture_output=True)
+            perf.send_signal(2)
+            perf.wait()
+            cpu1 = rpc_common.cpu_seconds(server.proc.pid)
+        finally:
+            server.stop()
+        calls = json.load(open(measured))["count"]
+        by_dso = subprocess.run(["perf", "report", "-i", data, "--no-children", "-g", "none", "--sort", "dso",
+                                 "--stdio"], capture_output=True, text=True).stdout
+        lines = [l.strip() for l in by_dso.splitlines() if l.strip() and not l.startswith("#")][:8]
+        report.append(f"\n{config}: {(cpu1 - cpu0) / calls * 1e6:.0f} us/call over {calls} calls; samples by object:")
+        report += ["  " + l for l in lines]
+    text = "\n".join(report) + "\n"
+    print(text, end="")
+    with open(os.path.join(a.out, "profile.txt"), "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
