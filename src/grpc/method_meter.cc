@@ -818,6 +818,7 @@ AllocationMode MethodMeter::ModeForCall(double request_bytes,
     if (recheck < 0 || NowS() < recheck || !m.learner.Wants(NowS())) {
       return m.learner.current();
     }
+    m.request_sizes.Forget();  // a re-check: traffic may have changed
   }
   if (!m.decided.load(std::memory_order_relaxed)) {
     m.calls_to_decide.fetch_add(1, std::memory_order_relaxed);
@@ -842,7 +843,7 @@ AllocationMode MethodMeter::ModeForCall(double request_bytes,
   timing->request_bytes_at_release = false;
   timing->request_bytes = -1;
   if (request_bytes < 0) {  // callback or async: sized at release, or known
-    const double known = m.request_sizes.ForCall();
+    const double known = m.request_sizes.ForCall(NextRandom());
     timing->request_bytes_at_release = known < 0;
     if (known >= 0) timing->bytes = known;
   }

@@ -131,6 +131,10 @@ TEST(AutoAsyncTest, WithTheLinesSettlesOnTimedRealCalls) {
   EXPECT_FALSE(s.callback_fallback);
   EXPECT_GT(s.samples, 0u);
   EXPECT_LE(s.samples, s.timed_calls);
+  // Requests of one size: sized until 8 agree, then on 1 call in 8 at
+  // random (src/grpc/request_sizes.h; the slack as in auto_callback_test).
+  EXPECT_GE(s.sized_requests, 8u);
+  EXPECT_LE(s.sized_requests, 12 + s.timed_calls / 4);
 }
 
 // Without the lines (plain cq->Next, no Arrived/Answered): today's

@@ -101,9 +101,12 @@ TEST(AutoCallbackTest, SettlesOnTimedCallbackCalls) {
   EXPECT_LE(s.timed_calls - s.samples, 2u);
   EXPECT_GT(s.settle_calls, 0u);
   // Its requests keep one size: walked for it until 8 in a row agree, then
-  // on 1 timed call in 8 (src/grpc/request_sizes.h).
+  // on 1 timed call in 8 at random (src/grpc/request_sizes.h). Slack: a
+  // call may be handed its size before the previous one was noted, and the
+  // checks are drawn (1 in 4 is over 5 standard deviations above 1 in 8
+  // on 64 calls).
   EXPECT_GE(s.sized_requests, 8u);
-  EXPECT_LE(s.sized_requests, 8 + (s.timed_calls - 8 + 7) / 8);
+  EXPECT_LE(s.sized_requests, 12 + s.timed_calls / 4);
 }
 
 // Requests of changing sizes: every timed call's request is walked.
@@ -115,7 +118,7 @@ TEST(AutoCallbackTest, RequestsOfChangingSizesAreEachSized) {
   for (int i = 0; i < 2000 && !StatsOf(method).settled; ++i) {
     grpc::ClientContext context;
     EchoRequest request;
-    echo::BuildEchoRequest(i % 2 == 0 ? 10 : 20, 1, &request);
+    echo::BuildEchoRequest(10 + (i % 5) * 10, 1, &request);  // 5 sizes
     EchoResponse response;
     ASSERT_TRUE(echo.stub()->Echo(&context, request, &response).ok());
   }

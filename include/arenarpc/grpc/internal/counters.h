@@ -41,7 +41,8 @@ bool IdleTrimTickForTesting(std::chrono::steady_clock::time_point now);
 //  - kCallBytesAtRelease (the value outside any window): gRPC's callback
 //    handler, which gives no word. It parses right after AllocateMessages
 //    and often runs the handler and Release on the same thread; the
-//    request's bytes are taken at Release (timed calls only).
+//    request's bytes are taken at Release (timed calls only; or the
+//    method's known size, src/grpc/request_sizes.h).
 //  - kCallNotTimed: a call no window covers (never timed).
 //  - kCallAsync: an async CallMessages (arenarpc/grpc/async.h), taken
 //    before its call exists: a trial is handed to it (MeteredMessageAllocator

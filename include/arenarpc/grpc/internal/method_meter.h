@@ -83,19 +83,20 @@ class MethodMeter {
   AllocationMode mode() const;
   // The mode of one call. kAuto with kRealCalls, `request_bytes` as
   // next_call_request_bytes (arenarpc/grpc/internal/counters.h): a sync
-  // call (bytes known) or a callback call (bytes taken at release): while
+  // call (bytes known) or a callback or async call (the request sized at
+  // release, or the method's known size: src/grpc/request_sizes.h): while
   // it learns and the budget has room, a mode to try, and `timing` set (the
   // clock started); otherwise mode().
   struct CallTiming {
     MethodMeter* meter = nullptr;  // null: not timed
     AllocationMode mode = AllocationMode::kArena;
     double start_ns = 0;
-    double bytes = 0;       // on the wire: request (unless taken at release),
-                            // and the response's, added at release
+    double bytes = 0;       // on the wire: request (given, known, or sized
+                            // later), and the response's, added at release
     bool callback = false;  // a callback call
     bool async = false;     // an async call (AsyncCall times it)
     bool request_bytes_at_release = false;  // its request not sized yet
-    double request_bytes = -1;              // sized at release (else -1)
+    double request_bytes = -1;  // as walked by SizeRequest (else -1)
     // The thread the clock runs on, and its holder events then (TimedCall).
     uint64_t thread = 0;
     uint64_t events = 0;
@@ -228,8 +229,8 @@ class TimedCall {
       SizeRequest(request);
   }
   // At Release: the response's bytes, cached by its serialization, and a
-  // callback call's request's (walked: its cost is not the call's, and is
-  // billed). Nothing when the call is lost anyway.
+  // callback call's request's unless its size was known (walked: its cost
+  // is not the call's, and is billed). Nothing when the call is lost anyway.
   void AtRelease(const google::protobuf::Message* request,
                  const google::protobuf::Message& response) {
     if (t_.meter == nullptr || !InWindow()) return;
