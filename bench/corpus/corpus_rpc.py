@@ -80,6 +80,8 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     "auto+mimalloc": ("auto", rpc_common.PRELOADS["mimalloc"], []),
     "auto+tcmalloc": ("auto", rpc_common.PRELOADS["tcmalloc"], []),
     "auto+jemalloc": ("auto", rpc_common.PRELOADS["jemalloc"], []),
+    "auto+mimalloc@baseline": ("auto", rpc_common.PRELOADS["mimalloc"], []),
+    "auto+tcmalloc@baseline": ("auto", rpc_common.PRELOADS["tcmalloc"], []),
 }
 # No mmap per large buffer (glibc's dynamic threshold drops back) and no
 # trimming of the heap top after each call (bench/corpus/corpus_client.py too).

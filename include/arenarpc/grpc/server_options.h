@@ -167,9 +167,17 @@ struct AutoConfirmOptions {
 // prior again. Stats: MeasuredMethodStats::decision_source is kPrior for a
 // decision taken without heap. `min_bytes = 0`: off (every mode measured,
 // as before). Side-thread learning (paired samples) measures every mode.
+// The evidence is glibc's malloc's: with `glibc_malloc_only` (the default)
+// the prior holds only in a process whose malloc is glibc's
+// (arenarpc/malloc_tuning.h, CheckMallocIsGlibcs); with mimalloc, tcmalloc
+// or jemalloc preloaded or linked, heap is the preloaded allocator and was
+// measured as cheap as arena or cheaper on the corpus's OTLP logs and
+// metrics (bench/corpus/README.md, "auto beside a preloaded malloc"), so
+// every mode is measured there (one line on stderr at the first install).
 struct AutoPriorOptions {
   double min_bytes = 48 << 10;
   double heap_ns_per_byte = 0.5;
+  bool glibc_malloc_only = true;
 };
 
 // Remembering decisions (`decisions_path`, empty: off). A file of settled
