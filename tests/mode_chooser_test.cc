@@ -291,6 +291,28 @@ TEST(AutoLearnerRealCallsTest, TriesModesInTurnDropsALoserAndSettles) {
 
 // Calls of very different sizes, same cost per byte in every mode: a tie,
 // not a loser (the test compares cost per byte, not per call).
+// A real call is one noisy, unpaired sample: calls move to a leader only
+// once it and the running mode have min_samples calls each.
+TEST(AutoLearnerRealCallsTest, LeadsOnlyOnMinSamplesCallsOfEach) {
+  AutoLearner l;
+  double t = 0;
+  const auto call = [&](AllocationMode m, double ns) {
+    l.ObserveCall(m, ns, 1000, t);
+    t += 0.02;
+  };
+  ASSERT_GE(AutoLearnerOptions().min_samples, 2);
+  call(AllocationMode::kArena, 1000);
+  call(AllocationMode::kReuse, 600);  // 40 % cheaper: one call says little
+  EXPECT_EQ(l.current(), AllocationMode::kArena);
+  for (int i = 1; i < AutoLearnerOptions().min_samples; ++i) {
+    EXPECT_EQ(l.current(), AllocationMode::kArena) << i;
+    call(AllocationMode::kArena, 1000);
+    call(AllocationMode::kReuse, 600);
+  }
+  EXPECT_EQ(l.current(), AllocationMode::kReuse);
+  EXPECT_EQ(l.snapshot().switches, 1u);
+}
+
 TEST(AutoLearnerRealCallsTest, ComparesCostPerWireByte) {
   std::mt19937 rng(12);
   AutoLearner l;

@@ -145,12 +145,13 @@ class LearningBudget {
 // so a mode as cheap as another is wrongly dropped in at most 1.8 % of
 // decisions (Bonferroni; measured on simulated ties in the unit test).
 // It settles as above, or when every measured mode has max_calls_per_mode
-// calls. Calls that mix sizes add variance (slower, not wrong: the modes
-// see the same mix, taken in turn). With the prior (prior_min_bytes), a
-// method of large calls decides without heap (see the option).
-// Load(): a decision known beforehand (a decisions file), settled at once.
-// Thread safety: Wants(), Observe() and ObserveCall() under the learner's
-// lock, from any thread; current(), wants(), NextTrialMode(),
+// calls. The lead rule waits for min_samples calls of the leader and of the
+// running mode (one call is one noisy sample). Calls that mix sizes add
+// variance (slower, not wrong: the modes see the same mix, taken in turn). With
+// the prior (prior_min_bytes), a method of large calls decides without heap
+// (see the option). Load(): a decision known beforehand (a decisions file),
+// settled at once. Thread safety: Wants(), Observe() and ObserveCall() under
+// the learner's lock, from any thread; current(), wants(), NextTrialMode(),
 // excess_share() and snapshot() from any thread.
 struct AutoLearnerOptions {
   AllocationMode initial = AllocationMode::kArena;  // before any decision
