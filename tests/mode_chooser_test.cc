@@ -289,8 +289,6 @@ TEST(AutoLearnerRealCallsTest, TriesModesInTurnDropsALoserAndSettles) {
   }
 }
 
-// Calls of very different sizes, same cost per byte in every mode: a tie,
-// not a loser (the test compares cost per byte, not per call).
 // A real call is one noisy, unpaired sample: calls move to a leader only
 // once it and the running mode have min_samples calls each.
 TEST(AutoLearnerRealCallsTest, LeadsOnlyOnMinSamplesCallsOfEach) {
@@ -313,6 +311,8 @@ TEST(AutoLearnerRealCallsTest, LeadsOnlyOnMinSamplesCallsOfEach) {
   EXPECT_EQ(l.snapshot().switches, 1u);
 }
 
+// Calls of very different sizes, same cost per byte in every mode: a tie,
+// not a loser (the test compares cost per byte, not per call).
 TEST(AutoLearnerRealCallsTest, ComparesCostPerWireByte) {
   std::mt19937 rng(12);
   AutoLearner l;
@@ -538,7 +538,7 @@ TEST(LearningBudgetTest, ZeroShareTakesOnlyTheCredit) {
 
 // What settling costs in time on Cortex's shape at 20 calls/s: heap's and
 // arena's trials each wait for the 2 % budget, and the test needs three
-// calls of each. Median over 40 seeds 11.7 s (seen; p10 6.8, p90 20.8);
+// calls of each. Median over 40 seeds 12.1 s (seen; p10 5.6, p90 19.6);
 // every run on reuse, learning within the share.
 TEST(AutoLearnerLargeTest, SettlesALargeMethodWithinTheBudget) {
   std::vector<double> settle;
@@ -562,7 +562,7 @@ TEST(AutoLearnerLargeTest, SettlesALargeMethodWithinTheBudget) {
 // The stated error rate (1.8 %) where noise is not alike across modes:
 // three modes of equal cost under the budget, the first decision of each
 // run, trials in a mode calls do not run in 6x noisier than calls in the
-// running mode; a drop is an error. Seen: 9 of 900. (Free trials in the
+// running mode; a drop is an error. Seen: 11 of 900. (Free trials in the
 // cheapest mode while a dear one waits for the budget settle such a
 // method in a third of the time, but the pooled variance they feed is the
 // running mode's, and 4-16 % of these decisions dropped a mode wrongly:
@@ -587,9 +587,9 @@ TEST(AutoLearnerLargeTest, RarelyDropsAModeThatIsNotWorseUnderUnevenNoise) {
 
 // The prior (ServerOptions::automatic.prior, on by default): Cortex's
 // shape (847 KB, heap 2.8x reuse) settles on reuse without a single heap
-// trial: over 40 seeds a median 2.15 s of traffic (p10 0.55, p90 6.95,
-// worst 11.15; docs/raw/auto_prior/mode_chooser_test.txt) where the same
-// runs without the prior take a median 11.7 s (p90 20.8, above); arena's
+// trial: over 40 seeds a median 1.75 s of traffic (p10 0.45, p90 7.25,
+// worst 9.70; docs/raw/auto_prior/mode_chooser_test.txt) where the same
+// runs without the prior take a median 12.1 s (p90 19.6, above); arena's
 // trials are what is left to pay for. Seen red with StartDecision's
 // `state_.prior_held_out = PriorHoldsHeap()` set to false (heap measured).
 TEST(AutoLearnerPriorTest, CortexShapeSettlesWithoutHeapInSeconds) {

@@ -126,7 +126,8 @@ class LearningBudget {
 // decisions (Bonferroni; 1.25 % measured on simulated ties in the unit
 // test), and a mode a few % cheaper than its rival far more rarely.
 // While learning, calls run in a mode that looks `lead` (25 %) cheaper
-// than the running one on the samples so far, from the first sample on.
+// than the running one on the samples so far, from the first paired sample
+// on (real calls: below).
 // Settled when one mode is left, when all left are within `margin` of each
 // other (surely), or after `max_samples`: the cheapest left, the current
 // one if within the margin of it. `recheck_after_s` after settling it
@@ -159,7 +160,8 @@ struct AutoLearnerOptions {
   int max_samples = 24;                             // a decision's most samples
   double margin = 0.03;  // modes closer than this tie
   // While learning, calls move to a mode this much cheaper on the samples
-  // so far (from the first; the decision itself waits for the test).
+  // so far (paired: from the first; real calls: once it and the running
+  // mode have min_samples calls; the decision itself waits for the test).
   double lead = 0.25;
   double recheck_after_s = 30;
   int max_calls_per_mode = 32;  // real calls: a decision's most per mode
