@@ -22,36 +22,39 @@ namespace {
 // then no longer fit a thread arena's heap).
 constexpr size_t kMaxMmapThreshold = size_t{4} * 1024 * 1024 * sizeof(long);
 
-}  // namespace
-
-// The `malloc` the dynamic linker resolves for everyone (RTLD_DEFAULT) is
-// the one in libc.so, or not: a preloaded or linked allocator, or a
-// sanitizer's, resolves first and differs.
+// OK when the malloc this process calls is glibc's own: the `malloc` the
+// dynamic linker resolves for everyone (RTLD_DEFAULT) is the one in
+// libc.so. A preloaded or linked allocator, or a sanitizer's, resolves
+// first and differs.
 absl::Status CheckMallocIsGlibcs() {
   void* libc = dlopen(LIBC_SO, RTLD_NOW | RTLD_NOLOAD);
   if (libc == nullptr) {
     return absl::FailedPreconditionError(
-        LIBC_SO
-        " is not loaded (a statically linked binary?), so whose "
-        "malloc the process uses cannot be told");
+        "TuneGlibcMalloc: " LIBC_SO
+        " is not loaded (a statically linked binary?), so whose malloc the "
+        "process uses cannot be told; nothing changed");
   }
   void* glibc_malloc = dlsym(libc, "malloc");
   dlclose(libc);
   void* used_malloc = dlsym(RTLD_DEFAULT, "malloc");
   if (glibc_malloc == nullptr || used_malloc == nullptr) {
-    return absl::FailedPreconditionError("malloc not found by dlsym");
+    return absl::FailedPreconditionError(
+        "TuneGlibcMalloc: malloc not found by dlsym; nothing changed");
   }
   if (used_malloc != glibc_malloc) {
     Dl_info info{};
     const char* provider = dladdr(used_malloc, &info) != 0 && info.dli_fname
                                ? info.dli_fname
                                : "an unknown object";
-    return absl::FailedPreconditionError(
-        absl::StrCat("malloc in this process is not glibc's but ", provider,
-                     "'s (preloaded, linked or a sanitizer's)"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "TuneGlibcMalloc: malloc in this process is not glibc's but ", provider,
+        "'s (preloaded, linked or a sanitizer's); it does not use glibc's "
+        "settings, nothing changed"));
   }
   return absl::OkStatus();
 }
+
+}  // namespace
 
 absl::Status TuneGlibcMalloc(const GlibcMallocOptions& options) {
   if (options.mmap_threshold > kMaxMmapThreshold) {
@@ -65,11 +68,8 @@ absl::Status TuneGlibcMalloc(const GlibcMallocOptions& options) {
         "TuneGlibcMalloc: trim_threshold ", options.trim_threshold,
         " is above INT_MAX (mallopt takes an int); nothing changed"));
   }
-  if (absl::Status glibc = CheckMallocIsGlibcs(); !glibc.ok()) {
-    return absl::Status(glibc.code(),
-                        absl::StrCat("TuneGlibcMalloc: ", glibc.message(),
-                                     "; nothing changed"));
-  }
+  absl::Status glibc = CheckMallocIsGlibcs();
+  if (!glibc.ok()) return glibc;
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
   // The mmap threshold first: it is the one glibc may refuse, and a refusal
@@ -95,10 +95,6 @@ absl::Status TuneGlibcMalloc(const GlibcMallocOptions& options) {
 absl::Status TuneGlibcMalloc(const GlibcMallocOptions&) {
   return absl::UnimplementedError(
       "TuneGlibcMalloc: not built against glibc; nothing changed");
-}
-
-absl::Status CheckMallocIsGlibcs() {
-  return absl::UnimplementedError("not built against glibc");
 }
 
 #endif

@@ -89,12 +89,6 @@ struct GlibcMallocOptions {
 // nothing changed.
 absl::Status TuneGlibcMalloc(const GlibcMallocOptions& options = {});
 
-// OK if the malloc this process calls is glibc's own; otherwise the
-// FailedPrecondition (naming the provider) or Unimplemented behind
-// TuneGlibcMalloc's. kAuto's prior asks it (arenarpc/grpc/server_options.h,
-// AutoPriorOptions::glibc_malloc_only).
-absl::Status CheckMallocIsGlibcs();
-
 }  // namespace arenarpc
 
 #endif  // ARENARPC_MALLOC_TUNING_H_

@@ -32,7 +32,6 @@
 #include "arenarpc/cost_probe.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/internal/mutex.h"
-#include "arenarpc/malloc_tuning.h"
 #include "arenarpc/mode_chooser.h"
 #include "arenarpc/page_pool.h"
 #include "capture.h"
@@ -49,23 +48,6 @@ namespace {
 ConfirmationSlot& ProcessConfirmationSlot() {
   static ConfirmationSlot* const slot = new ConfirmationSlot();
   return *slot;
-}
-
-// The prior is evidence from glibc's malloc (AutoPriorOptions).
-bool PriorHolds(const AutoPriorOptions& prior) {
-  if (prior.min_bytes <= 0 || !prior.glibc_malloc_only) return true;
-  static const bool glibc = [] {
-    const absl::Status s = CheckMallocIsGlibcs();
-    if (!s.ok()) {
-      fprintf(stderr,
-              "arenarpc: kAuto measures heap on methods of every size: %s, "
-              "and its prior (heap left out of large methods) is glibc "
-              "malloc's evidence (AutoPriorOptions::glibc_malloc_only)\n",
-              std::string(s.message()).c_str());
-    }
-    return s.ok();
-  }();
-  return glibc;
 }
 }  // namespace
 
@@ -88,8 +70,7 @@ struct MethodMeter::Impl {
             .recheck_after_s = a.recheck_after_s,
             // The prior sizes real calls; paired samples time every mode.
             .prior_min_bytes = m == AllocationMode::kAuto &&
-                                       a.learn == AutoLearning::kRealCalls &&
-                                       PriorHolds(a.prior)
+                                       a.learn == AutoLearning::kRealCalls
                                    ? a.prior.min_bytes
                                    : 0,
             .prior_heap_ns_per_byte = a.prior.heap_ns_per_byte}),

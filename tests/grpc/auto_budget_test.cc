@@ -5,14 +5,12 @@
 #include <time.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
-#include "arenarpc/malloc_tuning.h"
 #include "arenarpc/mode_chooser.h"
 #include "grpc/grpc_test_util.h"
 
@@ -119,7 +117,6 @@ TEST(AutoBudgetTest, RealCallsAreTimedInTurnWithinTheShare) {
   AutoOptions automatic;
   automatic.max_cpu_share = 0.05;
   automatic.learn = AutoLearning::kRealCalls;
-  automatic.prior.glibc_malloc_only = false;  // the same under sanitizers
   internal::MethodMeter meter("/t.R/Real", AllocationMode::kAuto,
                               ShadowOptions{}, &EchoRequest::default_instance(),
                               &EchoResponse::default_instance(), automatic);
@@ -166,47 +163,6 @@ TEST(AutoBudgetTest, RealCallsAreTimedInTurnWithinTheShare) {
   // Two or more heap calls after the first were 0.4 ms dearer than reuse.
   EXPECT_GE(spent - spent_before, 5e5);
   EXPECT_LE(spent, 0.05 * process + LearningBudget::kDefaultCreditNs + 6e5);
-}
-
-// The prior holds only with glibc's malloc (AutoPriorOptions): with another
-// (a sanitizer's in the sanitizer legs), large calls put heap on trial
-// from the start; with glibc's, never (the method never shows small).
-TEST(AutoBudgetTest, ThePriorHoldsOnlyWithGlibcsMalloc) {
-  AutoOptions automatic;
-  automatic.max_cpu_share = 1.0;
-  automatic.learn = AutoLearning::kRealCalls;
-  internal::MethodMeter meter("/t.R/PriorMalloc", AllocationMode::kAuto,
-                              ShadowOptions{}, &EchoRequest::default_instance(),
-                              &EchoResponse::default_instance(), automatic);
-  int heap_trials = 0;
-  int timed = 0;
-  for (int call = 0; call < 12; ++call) {
-    internal::MethodMeter::CallTiming t;
-    meter.ModeForCall(64 << 10, &t);  // 64 KiB calls: large
-    if (t.meter == nullptr) continue;
-    ++timed;
-    if (t.mode == AllocationMode::kHeap) ++heap_trials;
-    BurnCpu(1e5);
-    meter.EndTimedCall(t);
-  }
-  ASSERT_GE(timed, 6);
-  // Which malloc this process has, told apart from the check under test:
-  // a sanitizer build, or a ctest run that preloads one and says so.
-  bool foreign = std::getenv("ARENARPC_TEST_FOREIGN_MALLOC") != nullptr;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  foreign = true;
-#endif
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  foreign = true;
-#endif
-#endif
-  EXPECT_EQ(CheckMallocIsGlibcs().ok(), !foreign) << CheckMallocIsGlibcs();
-  if (foreign) {
-    EXPECT_GE(heap_trials, 2);
-  } else {
-    EXPECT_EQ(heap_trials, 0);
-  }
 }
 
 // AutoOptions::confirm at the meter: the real calls see reuse 5 % cheaper

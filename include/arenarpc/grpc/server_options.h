@@ -167,19 +167,9 @@ struct AutoConfirmOptions {
 // prior again. Stats: MeasuredMethodStats::decision_source is kPrior for a
 // decision taken without heap. `min_bytes = 0`: off (every mode measured,
 // as before). Side-thread learning (paired samples) measures every mode.
-// The evidence is glibc's malloc's: with `glibc_malloc_only` (the default)
-// the prior holds only in a process whose malloc is known to be glibc's
-// (arenarpc/malloc_tuning.h, CheckMallocIsGlibcs). With mimalloc, tcmalloc
-// or jemalloc preloaded or linked, heap is that allocator, which beat every
-// arenarpc mode on the corpus's OTLP logs (bench/corpus/README.md, "auto
-// beside a preloaded malloc"), so every mode is measured there; so too
-// where it cannot be told (a static binary, a libc other than glibc). One
-// line on stderr at the first install. A decisions file saved under
-// another malloc is still loaded (re-checked recheck_after_s later).
 struct AutoPriorOptions {
   double min_bytes = 48 << 10;
   double heap_ns_per_byte = 0.5;
-  bool glibc_malloc_only = true;
 };
 
 // Remembering decisions (`decisions_path`, empty: off). A file of settled
