@@ -21,6 +21,10 @@ import corpus_rpc  # noqa: E402
 import rpc_common  # noqa: E402  (corpus_rpc put bench/rpc on the path)
 
 
+GLIBC_MALLOC = ("malloc", "_int_malloc", "malloc_consolidate", "_int_free", "cfree@GLIBC_2.2.5",
+                "unlink_chunk.constprop.0")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default="build/release")
@@ -70,6 +74,17 @@ def main():
         lines = [l.strip() for l in by_dso.splitlines() if l.strip() and not l.startswith("#")][:8]
         report.append(f"\n{config}: {(cpu1 - cpu0) / calls * 1e6:.0f} us/call over {calls} calls; samples by object:")
         report += ["  " + l for l in lines]
+        if preload is None:
+            # Who calls glibc's malloc and free: their callers, nearest
+            # first (branches of 0.5 % of the samples or more).
+            callers = subprocess.run(
+                ["perf", "report", "-i", data, "--no-children", "--stdio", "-g", "graph,0.5,callee",
+                 "--max-stack", "9", "--sort", "sym", "--percent-limit", "0.5", "-S", ",".join(GLIBC_MALLOC)],
+                capture_output=True, text=True).stdout
+            kept = [l.rstrip() for l in callers.splitlines()
+                    if l.strip() and not l.startswith("#") and l.strip() != "|"]
+            report.append(f"{config}: glibc malloc/free samples and their callers:")
+            report += ["  " + l for l in kept[:120]]
     text = "\n".join(report) + "\n"
     print(text, end="")
     with open(os.path.join(a.out, "profile.txt"), "w") as f:
