@@ -1,8 +1,9 @@
 // kAuto's sizes of one method's requests on calls that do not bring their
 // size (callback and async calls; a sync call knows its wire bytes). The
 // learner compares modes per wire byte, so such a call's request is sized
-// at release with ByteSizeLong(): a walk of the whole message, 140-200 us
-// on 670-850 KiB requests, a large part of what learning costs there.
+// at release with ByteSizeLong(): a walk of the whole message, 144-204 us
+// on 520-650 KB requests (docs/raw/auto_budget/callback_real/sizing.txt),
+// a large part of what learning costs there.
 // Requests of one size need not be walked again and again: once kRun sized
 // calls in a row came within 1/64 of the first of them, a timed call takes
 // that size and only 1 in kCheckEvery at random is sized, to check; a size
