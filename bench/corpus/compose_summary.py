@@ -35,8 +35,7 @@ def main():
             services.append(r["service"])
     print("CPU per call (us), median of interleaved rounds; ratios: of medians (median of per-round ratios)\n")
     for svc in services:
-        rounds = {r["config"]: r["cpu_us_per_call_rounds"] if "cpu_us_per_call_rounds" in r else r["cpu_us_rounds"]
-                  for r in runs if r["service"] == svc}
+        rounds = {r["config"]: r["cpu_us_rounds"] for r in runs if r["service"] == svc}
         kib = next(r["request_bytes"] for r in runs if r["service"] == svc) / 1024
         print(f"### {svc} ({kib:.0f} KiB)\n")
         print("| configuration | CPU us/call | rounds |")

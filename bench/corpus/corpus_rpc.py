@@ -122,6 +122,22 @@ def rate_for(size):
     return int(min(1000, max(20, 6e6 / max(size, 1))))
 
 
+def cores():
+    """(server core, load core): one each on 2 or more cores, else unpinned."""
+    return (1, 0) if os.cpu_count() >= 2 else (None, None)
+
+
+def ghz_command(ghz, load_core, rps, seconds, pb, call, payload_file, port, out_json):
+    """ghz at a fixed rate on `load_core`, the service's request, JSON report to `out_json`."""
+    return rpc_common.pin(load_core, [
+        ghz, "--insecure", "--async", f"--rps={rps}", f"--duration={seconds}s",
+        "--connections=1", "--concurrency=8", "--cpus=1", "--timeout=20s",
+        f"--protoset={pb}", f"--call={call}",
+        # ghz refuses an empty --binary-file; an empty message as JSON is the same bytes.
+        f"--binary-file={payload_file}" if os.path.getsize(payload_file) else "--data={}",
+        "--format=json", f"--output={out_json}", f"127.0.0.1:{port}"])
+
+
 def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     mode, preload, extra = CONFIGS[config]
     decisions = os.path.join(outdir, f"decisions_{svc['name']}.json")
@@ -130,7 +146,7 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         extra = extra + [f"--auto_decisions={learned}"]
     elif config == "auto+loaded":
         extra = extra + [f"--auto_decisions={decisions}"]
-    server_core, load_core = (1, 0) if os.cpu_count() >= 2 else (None, None)
+    server_core, load_core = cores()
     binary = args.baseline_server if config.endswith("@baseline") else args.server
     if preload == "glibc_tuned":
         os.environ["GLIBC_TUNABLES"] = GLIBC_TUNED
@@ -147,13 +163,7 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     warmup = max(args.warmup, args.auto_warmup_calls / rps) if config.startswith("auto") else args.warmup
 
     def ghz(seconds, out_json):
-        return rpc_common.pin(load_core, [
-            args.ghz, "--insecure", "--async", f"--rps={rps}", f"--duration={seconds}s",
-            "--connections=1", "--concurrency=8", "--cpus=1", "--timeout=20s",
-            f"--protoset={pb}", f"--call={call}",
-            # ghz refuses an empty --binary-file; an empty message as JSON is the same bytes.
-            f"--binary-file={payload_file}" if os.path.getsize(payload_file) else "--data={}",
-            "--format=json", f"--output={out_json}", f"127.0.0.1:{server.port}"])
+        return ghz_command(args.ghz, load_core, rps, seconds, pb, call, payload_file, server.port, out_json)
     try:
         warm = os.path.join(tempfile.gettempdir(), f"arenarpc_corpus_warm_{os.getpid()}.json")
         subprocess.run(ghz(round(warmup, 1), warm), check=True, capture_output=True)

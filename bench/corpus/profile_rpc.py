@@ -44,16 +44,13 @@ def main():
     binary = os.path.join(a.build, "bench", "corpus", "arenarpc_corpus_server")
     call = svc["method"].lstrip("/").replace("/", ".")
     report = [f"{a.service}, {a.api} API, request {size} bytes, {rps} calls/s, {a.seconds:g} s profiled after 3 s"]
+    server_core, load_core = corpus_rpc.cores()
     for config in a.configs.split(","):
         mode, preload, extra = corpus_rpc.CONFIGS[config]
-        server = rpc_common.start_server(binary, mode, 1, extra + [f"--api={a.api}"], preload)
+        server = rpc_common.start_server(binary, mode, server_core, extra + [f"--api={a.api}"], preload)
 
         def ghz(seconds, out_json):
-            return rpc_common.pin(0, [
-                ghz_bin, "--insecure", "--async", f"--rps={rps}", f"--duration={seconds}s",
-                "--connections=1", "--concurrency=8", "--cpus=1", "--timeout=20s",
-                f"--protoset={pb}", f"--call={call}", f"--binary-file={pf}",
-                "--format=json", f"--output={out_json}", f"127.0.0.1:{server.port}"])
+            return corpus_rpc.ghz_command(ghz_bin, load_core, rps, seconds, pb, call, pf, server.port, out_json)
         data = os.path.join(a.out, f"{config}.data")
         try:
             subprocess.run(ghz(3, os.path.join(a.out, "warm.json")), check=True, capture_output=True)
