@@ -75,6 +75,14 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     # like a preload; and with arenarpc's auto.
     "plain+glibc_tuned": ("none", "glibc_tuned", []),
     "auto+glibc_tuned": ("auto", "glibc_tuned", []),
+    # The same and glibc's per-thread cache of freed small blocks made
+    # deeper, fastbins off (no malloc_consolidate when a large block is
+    # freed): GLIBC_CACHED.
+    "plain+glibc_cached": ("none", "glibc_cached", []),
+    "auto+glibc_cached": ("auto", "glibc_cached", []),
+    # Each half of GLIBC_CACHED alone (with GLIBC_TUNED's thresholds).
+    "auto+glibc_nofast": ("auto", "glibc_nofast", []),
+    "auto+glibc_tcache": ("auto", "glibc_tcache", []),
     # auto with a malloc preloaded beside it: they compose (arenarpc's pages
     # and messages; the malloc's string buffers and gRPC's own buffers).
     "auto+mimalloc": ("auto", rpc_common.PRELOADS["mimalloc"], []),
@@ -86,6 +94,10 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
 # No mmap per large buffer (glibc's dynamic threshold drops back) and no
 # trimming of the heap top after each call (bench/corpus/corpus_client.py too).
 GLIBC_TUNED = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456"
+GLIBC_CACHED = GLIBC_TUNED + ":glibc.malloc.tcache_count=1024:glibc.malloc.mxfast=0"
+GLIBC_ENV = {"glibc_tuned": GLIBC_TUNED, "glibc_cached": GLIBC_CACHED,
+             "glibc_nofast": GLIBC_TUNED + ":glibc.malloc.mxfast=0",
+             "glibc_tcache": GLIBC_TUNED + ":glibc.malloc.tcache_count=1024"}
 DEFAULT_CONFIGS = ["plain", "plain+mimalloc", "plain+tcmalloc", "plain+jemalloc", "heap", "arena", "reuse", "auto"]
 
 
@@ -148,8 +160,8 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         extra = extra + [f"--auto_decisions={decisions}"]
     server_core, load_core = cores()
     binary = args.baseline_server if config.endswith("@baseline") else args.server
-    if preload == "glibc_tuned":
-        os.environ["GLIBC_TUNABLES"] = GLIBC_TUNED
+    if preload in GLIBC_ENV:
+        os.environ["GLIBC_TUNABLES"] = GLIBC_ENV[preload]
         try:
             server = rpc_common.start_server(binary, mode, server_core, extra + [f"--api={args.api}"])
         finally:
@@ -332,6 +344,8 @@ def main():
     p.add_argument("--duration", type=float, default=8)
     p.add_argument("--warmup", type=float, default=3)
     p.add_argument("--smoke", action="store_true", help="1 round of 1 s per configuration")
+    p.add_argument("--server", default="",
+                   help="the server binary (default: --build's; e.g. a frozen copy while that build changes)")
     p.add_argument("--baseline_server", default="",
                    help="corpus server binary for the *@baseline configurations")
     p.add_argument("--auto_warmup_calls", type=float, default=0,
@@ -339,7 +353,7 @@ def main():
     args = p.parse_args()
     if args.smoke:
         args.rounds, args.duration, args.warmup = 1, 1, 0.5
-    args.server = os.path.join(args.build, "bench", "corpus", "arenarpc_corpus_server")
+    args.server = args.server or os.path.join(args.build, "bench", "corpus", "arenarpc_corpus_server")
     args.ghz = rpc_common.find_ghz()
     os.makedirs(args.out, exist_ok=True)
     rounds_file = os.path.join(args.out, "ghz_rounds.txt")  # this run's lines only
