@@ -84,7 +84,7 @@ def make_target(args, name):
         sys.exit(f"--targets: no corpus service {name}")
     path, size, _ = corpus_rpc.payload(args.build, name, payloads)
     server = os.path.join(args.build, "bench", "corpus", "arenarpc_corpus_server")
-    return server, [f"--api={args.api}"], svc[0]["method"], path, size
+    return server, [f"--api={args.api}", *args.server_args.split()], svc[0]["method"], path, size
 
 
 def reset_peak(pid):
@@ -405,6 +405,7 @@ def summarize(results, modes):
             "half_p99_ms": med([r["half"]["p99_us"] / 1000 for r in rs if "half" in r]),
             "half_rate": med([r["half"]["rate"] for r in rs if "half" in r]),
             "peak_rss_at_cap_mib": med([r["peak_rss_at_cap_mib"] for r in rs]),
+            "half_peak_rss_mib": med([r["half"].get("peak_rss_mib") for r in rs if "half" in r]),
             "client_cpu_share_max": max(r["client_cpu_share_max"] for r in rs),
             "late_max": max(r["late_max"] for r in rs),
             "steps_client_starved": sum(len(r.get("steps_client_starved", [])) for r in rs),
@@ -434,8 +435,9 @@ def table(rows, title, objective_ms):
              f"| mode | capacity at p99 <= {objective_ms:g} ms (calls/s) | / plain | / {best_pre or 'best preload'} "
              f"| by round | / plain in the same round (median; by round) | at p99 <= 5x unloaded p50 | / plain | unloaded p50 ms "
              f"| p99 at 50 % of plain's capacity (ms) | / plain | peak RSS at capacity (MiB) | / plain "
+             f"| peak RSS at 50 % of plain's capacity (MiB) | / plain "
              f"| server CPU at capacity (waited; other work on its core) | server CPU us/call there | / plain | client CPU at capacity (max) | steps redone: client starved |",
-             "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|"]
+             "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|"]
     for m, r in rows.items():
         lines.append(
             f"| {m} | {r['cap_confirmed']:.0f} | {ratio(r['cap_confirmed'], of('plain', 'cap_confirmed'))} "
@@ -445,6 +447,7 @@ def table(rows, title, objective_ms):
             f"| {r['cap_rel']:.0f} | {ratio(r['cap_rel'], of('plain', 'cap_rel'))} | {r['unloaded_p50_ms']:.2f} "
             f"| {r['half_p99_ms']:.2f} | {ratio(r['half_p99_ms'], of('plain', 'half_p99_ms'))} "
             f"| {r['peak_rss_at_cap_mib']:.0f} | {ratio(r['peak_rss_at_cap_mib'], of('plain', 'peak_rss_at_cap_mib'))} "
+            f"| {r['half_peak_rss_mib']:.0f} | {ratio(r['half_peak_rss_mib'], of('plain', 'half_peak_rss_mib'))} "
             f"| {r['server_cpu_at_cap']:.2f} ({r['server_waited_at_cap']:.2f}{other(r)}) "
             f"| {r['server_cpu_us_per_call_at_cap']:.0f} "
             f"| {ratio(r['server_cpu_us_per_call_at_cap'], of('plain', 'server_cpu_us_per_call_at_cap'))} "
@@ -455,7 +458,9 @@ def table(rows, title, objective_ms):
               "core over a step; waited: the share of the step the server's threads spent on a run queue "
               "(behind each other on its one core, or behind other work; other work on its core: the core's "
               "CPU less the server's, interrupts aside); CPU us/call: the server's CPU over the calls of the confirmed "
-              "step (warm-up included), whose inverse bounds the capacity on a core of its own. A step the client fell behind in (over 5 % of calls started "
+              "step (warm-up included), whose inverse bounds the capacity on a core of its own. Peak RSS: the "
+              "step's high-water mark; at capacity it includes the calls queued near the cliff, at 50 % of plain's "
+              "capacity every mode serves the same rate. A step the client fell behind in (over 5 % of calls started "
               "over 2 ms late, or its threads waiting on a run queue over 35 % of the step) is redone on a fresh "
               "server, up to twice."]
     return "\n".join(lines)
@@ -538,6 +543,8 @@ def main():
     p.add_argument("--max_steps", type=int, default=10)
     p.add_argument("--channels", type=int, default=4)
     p.add_argument("--deadline_ms", type=int, default=2000)
+    p.add_argument("--server_args", default="",
+                   help="extra corpus server flags, space separated (e.g. --async_pending=1)")
     p.add_argument("--echo_scale", type=int, default=100, help="echo request scale (100: ~130 KB)")
     p.add_argument("--no_half_load", dest="half_load", action="store_false")
     p.add_argument("--light", type=float, default=0,
