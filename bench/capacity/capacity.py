@@ -459,8 +459,9 @@ def table(rows, title, objective_ms):
               "(behind each other on its one core, or behind other work; other work on its core: the core's "
               "CPU less the server's, interrupts aside); CPU us/call: the server's CPU over the calls of the confirmed "
               "step (warm-up included), whose inverse bounds the capacity on a core of its own. Peak RSS: the "
-              "step's high-water mark; at capacity it includes the calls queued near the cliff, at 50 % of plain's "
-              "capacity every mode serves the same rate. A step the client fell behind in (over 5 % of calls started "
+              "step's high-water mark; at capacity it includes the calls queued near the cliff. The 50 % step runs at "
+              "half of plain's median capacity measured so far in the run, so a round's modes may run it at "
+              "different rates (the json keeps each step's rate). A step the client fell behind in (over 5 % of calls started "
               "over 2 ms late, or its threads waiting on a run queue over 35 % of the step) is redone on a fresh "
               "server, up to twice."]
     return "\n".join(lines)
@@ -599,11 +600,15 @@ def main():
         results = []
         stem = f"capacity_{name}_{args.api}"
         json_path = os.path.join(args.out, stem + ".json")
+        run_args = vars(args)
         if args.resume and os.path.exists(json_path):
             # Earlier rounds (each run of this one held the lock for a round
             # or two): their capacities seed the ladders and the half load.
             with open(json_path) as f:
-                results = [r for r in json.load(f)["results"] if r["mode"] in modes]
+                kept = json.load(f)
+            results = [r for r in kept["results"] if r["mode"] in modes]
+            if args.table_only:  # the json keeps the arguments its rounds ran with
+                run_args = kept.get("args", run_args)
             for r in sorted(results, key=lambda r: (r["round"], r["mode"] != "plain")):
                 state["caps"].setdefault(r["mode"], []).append(max(r["cap_rel"], r["cap_fixed"]))
                 if r["mode"] == "plain":
@@ -620,7 +625,7 @@ def main():
                  f"medians of {1 + max(r['round'] for r in results)} rounds ({args.step_s:g} s steps)")
         text = table(rows, title, args.objective_ms)
         with open(json_path, "w") as f:
-            json.dump({"target": name, "api": args.api, "request_bytes": target[4], "args": vars(args),
+            json.dump({"target": name, "api": args.api, "request_bytes": target[4], "args": run_args,
                        "rows": rows, "results": compact(results)}, f, indent=None, separators=(",", ":"))
         with open(os.path.join(args.out, stem + ".md"), "w") as f:
             f.write(text + "\n")
