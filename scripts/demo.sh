@@ -11,8 +11,8 @@
 # third-party services in-process, every mode against plain parsing under
 # glibc, tcmalloc and mimalloc (table in out/corpus/inprocess.md). About 15 minutes on 2 busy cores once built
 # (measured 2026-11-25: echo callback ~3 min, echo sync ~5 min, corpus in-process the rest;
-# capacity's short run, 5 modes x 1 round of 3 s steps: ~4 min estimated from the full run's
-# 57 s per mode and round of 4 s steps, 2026-11-27; not yet timed as part of the demo).
+# capacity's short run, 5 modes x 1 round of 3 s steps: 3 min 22 s, timed 2026-11-28,
+# docs/raw/capacity/quick_timed/time.txt).
 # The full corpus run through gRPC: /usr/bin/python3 bench/corpus/corpus.py.
 #
 #   bash scripts/demo.sh            # short runs

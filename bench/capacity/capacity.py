@@ -14,8 +14,8 @@ ladder up (first step at half the rate the server's CPU per call allows,
 then x1.25 or faster while the server's core is far from busy) until a step
 fails the looser objective, then --bisect geometric bisections per
 objective between the highest pass and the lowest failure above it. Then
-one step at 50 % of plain's capacity at the fixed objective (the same rate
-for every mode of the round). Modes run interleaved (rotated each round),
+one step at 50 % of plain's capacity at the fixed objective (plain's in
+the first round: one rate for every mode and round). Modes run interleaved (rotated each round),
 --rounds rounds; medians over rounds. Peak RSS per step: VmHWM after
 resetting it (/proc/PID/clear_refs) at the step's start; server CPU share
 from its CPU clock; the client's own CPU share from its getrusage.
@@ -319,7 +319,9 @@ def run_mode(args, target, mode, rnd, state):
         result["cap_confirmed"] = result["at_cap"]["rate"] if "at_cap" in result else 0.0
         if mode == "plain":
             state["plain_fixed"].append(result["cap_confirmed"])
-        half = 0.5 * statistics.median(state["plain_fixed"]) if state["plain_fixed"] else 0
+        # One rate for every mode and round: half of the run's first plain
+        # capacity (plain runs first in round 0), so the column compares like with like.
+        half = 0.5 * state["plain_fixed"][0] if state["plain_fixed"] else 0
         if half and args.half_load:
             h = step(args, served.server, target, half, args.step_s, args.step_warmup_s)
             log(f"  {tag}   half {half:8.1f}/s: p50 {h['p50_us'] / 1000:.2f} p99 {h['p99_us'] / 1000:.2f} ms "
@@ -417,7 +419,11 @@ def summarize(results, modes):
     return rows
 
 
-def table(rows, title, objective_ms):
+def table(rows, title, objective_ms, half_first_plain=True):
+    half_rule = ("The 50 % step runs at half of plain's capacity in the run's first round, one rate for every "
+                 "mode and round." if half_first_plain else
+                 "The 50 % step runs at half of plain's median capacity measured so far in the run, so a round's "
+                 "modes may run it at different rates (the json keeps each step's rate).")
     plain = rows.get("plain")
     pre = [m for m in rows if m.startswith("plain+")]
     best_pre = max(pre, key=lambda m: rows[m]["cap_confirmed"]) if pre else None
@@ -459,9 +465,7 @@ def table(rows, title, objective_ms):
               "(behind each other on its one core, or behind other work; other work on its core: the core's "
               "CPU less the server's, interrupts aside); CPU us/call: the server's CPU over the calls of the confirmed "
               "step (warm-up included), whose inverse bounds the capacity on a core of its own. Peak RSS: the "
-              "step's high-water mark; at capacity it includes the calls queued near the cliff. The 50 % step runs at "
-              "half of plain's median capacity measured so far in the run, so a round's modes may run it at "
-              "different rates (the json keeps each step's rate). A step the client fell behind in (over 5 % of calls started "
+              "step's high-water mark; at capacity it includes the calls queued near the cliff. " + half_rule + " A step the client fell behind in (over 5 % of calls started "
               "over 2 ms late, or its threads waiting on a run queue over 35 % of the step) is redone on a fresh "
               "server, up to twice."]
     return "\n".join(lines)
@@ -600,7 +604,7 @@ def main():
         results = []
         stem = f"capacity_{name}_{args.api}"
         json_path = os.path.join(args.out, stem + ".json")
-        run_args = vars(args)
+        run_args = dict(vars(args), half_first_plain=True)
         if args.resume and os.path.exists(json_path):
             # Earlier rounds (each run of this one held the lock for a round
             # or two): their capacities seed the ladders and the half load.
@@ -609,6 +613,8 @@ def main():
             results = [r for r in kept["results"] if r["mode"] in modes]
             if args.table_only:  # the json keeps the arguments its rounds ran with
                 run_args = kept.get("args", run_args)
+            elif results and not kept.get("args", {}).get("half_first_plain"):
+                run_args["half_first_plain"] = False  # earlier rounds ran the older rule
             for r in sorted(results, key=lambda r: (r["round"], r["mode"] != "plain")):
                 state["caps"].setdefault(r["mode"], []).append(max(r["cap_rel"], r["cap_fixed"]))
                 if r["mode"] == "plain":
@@ -623,7 +629,7 @@ def main():
         rows = summarize(results, modes)
         title = (f"{name} ({target[4] / 1024:.0f} KiB request), {args.api} API: capacity at p99 objectives, "
                  f"medians of {1 + max(r['round'] for r in results)} rounds ({args.step_s:g} s steps)")
-        text = table(rows, title, args.objective_ms)
+        text = table(rows, title, args.objective_ms, run_args.get("half_first_plain", False))
         with open(json_path, "w") as f:
             json.dump({"target": name, "api": args.api, "request_bytes": target[4], "args": run_args,
                        "rows": rows, "results": compact(results)}, f, indent=None, separators=(",", ":"))
