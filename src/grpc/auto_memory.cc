@@ -114,6 +114,10 @@ unsigned AutoMemory::Note(AllocationMode running, bool settled,
   }
   if (trial != AllocationMode::kReuse && trial_bytes >= kTrialBytes) {
     release |= ModeBit(trial);
+  } else if (trial == AllocationMode::kReuse && settled) {
+    // A reuse trial ending after the decision (an async server's calls
+    // posted before it) would leave its instance idle for good.
+    release |= ModeBit(trial);
   }
   return release & ~(1u << now);
 }

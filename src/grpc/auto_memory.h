@@ -46,10 +46,13 @@ class AutoMemory {
   //    thread's cache, and the next trial runs on whichever thread, so left
   //    alone they add up (Cortex: 41 MiB against reuse's 34 with heap
   //    trials given back alone, docs/raw/auto_budget/peak_rss/). Reuse
-  //    trials are not: a reuse trial's instance is what makes reuse cheap
-  //    (given back, each reuse trial built a new one and measured reuse at
-  //    arena's cost: Cortex settled on arena in 1 of 3 rounds,
-  //    docs/raw/auto_budget/peak_rss/run_all_trials).
+  //    trials are not while it learns: a reuse trial's instance is what
+  //    makes reuse cheap (given back, each reuse trial built a new one and
+  //    measured reuse at arena's cost: Cortex settled on arena in 1 of 3
+  //    rounds, docs/raw/auto_budget/peak_rss/run_all_trials);
+  //  - `trial` reuse once settled in another mode: such a call took its
+  //    messages before the decision (an async server posts calls ahead,
+  //    each holding a reuse instance), and its instance would stay idle.
   unsigned Note(AllocationMode running, bool settled, AllocationMode trial,
                 double trial_bytes);
 

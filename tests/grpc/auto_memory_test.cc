@@ -58,9 +58,27 @@ TEST(AutoMemoryTest, ALargeHeapOrArenaTrialIsGivenBack) {
   EXPECT_EQ(memory.Note(kReuse, false, kArena, kLarge), ModeBit(kArena));
   EXPECT_EQ(memory.Note(kReuse, false, kHeap, kSmall), 0u);
   EXPECT_EQ(memory.Note(kReuse, false, kArena, kSmall), 0u);
-  // Reuse's trials keep theirs (see AutoMemory::Note).
+  // Reuse's trials keep theirs while it learns (see AutoMemory::Note).
   EXPECT_EQ(memory.Note(kArena, false, kArena, kLarge), ModeBit(kReuse));
   EXPECT_EQ(memory.Note(kArena, false, kReuse, kLarge), 0u);
+  EXPECT_EQ(memory.Note(kArena, false, kReuse, kSmall), 0u);
+}
+
+// Settled in arena: a reuse trial that ends after the decision (an async
+// server's call posted before it) gives its instance back, whatever its
+// size; settled in reuse, a reuse call never does.
+TEST(AutoMemoryTest, AReuseTrialEndingAfterTheDecisionIsGivenBack) {
+  AutoMemory memory;
+  EXPECT_EQ(memory.Note(kArena, false, kArena, kSmall), 0u);
+  EXPECT_EQ(memory.Note(kArena, true, kArena, kSmall),
+            ModeBit(kHeap) | ModeBit(kReuse));  // settled: its trials ended
+  EXPECT_EQ(memory.Note(kArena, true, kReuse, kSmall), ModeBit(kReuse));
+  EXPECT_EQ(memory.Note(kArena, true, kReuse, kLarge), ModeBit(kReuse));
+  EXPECT_EQ(memory.Note(kArena, true, kArena, kLarge), 0u);
+  AutoMemory in_reuse;
+  EXPECT_EQ(in_reuse.Note(kReuse, true, kReuse, kLarge),
+            ModeBit(kHeap) | ModeBit(kArena));
+  EXPECT_EQ(in_reuse.Note(kReuse, true, kReuse, kLarge), 0u);
 }
 
 std::atomic<int> heap_trims{0};

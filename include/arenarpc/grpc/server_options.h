@@ -94,7 +94,10 @@ namespace arenarpc {
 // when a method settles (every mode but the chosen one), and after each
 // heap or arena call of 256 KiB or more served while calls run in another
 // mode (a trial; a reuse trial keeps its instance, which is what makes
-// reuse cheap), that mode's idle memory is released on a low-priority thread
+// reuse cheap, until the method settles in another mode: a reuse call
+// ending after that, such as an async server's call posted before the
+// decision, gives it back), that mode's idle memory is released on a
+// low-priority thread
 // ("arenarpc auto memory", nice 19, started on the first release, never
 // stopped): heap: malloc_trim(0); arena and reuse: every thread's idle pooled
 // arenas (ReleaseIdleArenas), the page pool's idle thread caches and depot
