@@ -17,7 +17,8 @@
 #
 #   bash scripts/demo.sh            # short runs
 #   bash scripts/demo.sh --full     # echo: 5 rounds x (5 s + 20 s) per mode, regenerates docs/;
-#                                   # capacity: 8 modes x 3 rounds (~30 min)
+#                                   # capacity: 8 modes x 3 rounds (~21-22 min measured,
+#                                   # docs/raw/capacity/load_callback_echo.txt)
 # Other flags go to bench/rpc/rpc_bench.py (e.g. --rps=40 --scale=50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
