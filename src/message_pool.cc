@@ -26,11 +26,13 @@ struct MessagePoolCore::Entry {
   // This use's message, on `arena`, when ParseFrom() got an input above the
   // growth bound into a heap instance (see ParseTarget); else nullptr.
   Message* large = nullptr;
-  uint64_t footprint = 0;  // bytes after the first use
-  uint64_t space = 0;      // bytes at the last return
-  size_t peak = 0;         // largest content measured since built
-  uint32_t uses = 0;       // since built
-  size_t poisoned = 0;     // bytes of *message poisoned while idle (ASan)
+  uint64_t footprint = 0;     // bytes after the first use
+  uint64_t space = 0;         // bytes at the last return
+  size_t peak = 0;            // largest content measured since built
+  uint32_t uses = 0;          // since built
+  bool built = false;         // an instance kept between uses, ever
+  bool new_instance = false;  // this use is that first build's
+  size_t poisoned = 0;        // bytes of *message poisoned while idle (ASan)
   // This use went through ParseTarget() (PooledMessage::ParseFrom()): an
   // input above the bound could not reach a heap instance.
   bool routed = false;
@@ -159,6 +161,10 @@ Message* MessagePoolCore::MessageOf(Entry* entry) {
   return entry->large != nullptr ? entry->large : entry->message;
 }
 
+bool MessagePoolCore::NewInstance(const Entry* entry) {
+  return entry->new_instance;
+}
+
 Message* MessagePoolCore::ParseTarget(Entry* e, size_t wire_size) {
   e->routed = true;
   // Only a heap instance: an arena instance takes a large input on its own
@@ -200,9 +206,16 @@ MessagePoolCore::Entry* MessagePoolCore::Acquire() {
     retained_.Add(-static_cast<int64_t>(e->space));
     e->Clear();
   }
+  e->new_instance = false;
   if (e->message == nullptr) {
+    // Read once: other threads turn fresh arenas on and off.
+    const bool fresh = ServingFreshArenas();
+    // An entry's first instance kept between uses (the pool grew); not a
+    // rebuild, whose cost recurs in steady state, nor a fresh arena.
+    e->new_instance = !fresh && !e->built;
+    e->built = e->built || !fresh;
     try {
-      if (heap_instances_ && !ServingFreshArenas()) {
+      if (heap_instances_ && !fresh) {
         e->message = prototype_->New(nullptr);
         e->space = 0;  // measured after the first use
       } else {

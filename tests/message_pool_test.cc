@@ -752,6 +752,67 @@ TEST(MessagePoolTest, RebuiltAfterExactlyRebuildEveryUses) {
   EXPECT_EQ(pool.Stats().created, 2u);
 }
 
+// new_instance(): the first use of an instance the pool built because it
+// had none idle; not a later use, not a rebuild (aged here), not a pool of
+// fresh arenas, not an empty handle.
+TEST(MessagePoolTest, NewInstanceIsTheFirstUseOfABuiltInstance) {
+  MessagePoolOptions o = Reusing();
+  o.rebuild_every = 2;
+  MessagePool<Node> pool(o);
+  {
+    auto a = pool.Acquire();
+    auto b = pool.Acquire();  // none idle: a second instance
+    EXPECT_TRUE(a.new_instance());
+    EXPECT_TRUE(b.new_instance());
+    a->set_name("a");
+  }
+  auto c = pool.Acquire();
+  EXPECT_FALSE(c.new_instance());  // used before
+  c->set_name("second use: aged, rebuilt on the next Acquire");
+  c.reset();
+  auto d = pool.Acquire();
+  auto e = pool.Acquire();
+  EXPECT_EQ(pool.Stats().created, 3u);  // two built, one rebuilt
+  EXPECT_FALSE(d.new_instance());
+  EXPECT_FALSE(e.new_instance());
+  auto f = pool.Acquire();  // none idle: a third instance
+  PooledMessage<Node> moved = std::move(f);
+  EXPECT_TRUE(moved.new_instance());  // follows the handle
+  EXPECT_FALSE(f.new_instance());     // empty
+  EXPECT_FALSE(PooledMessage<Node>().new_instance());
+
+  MessagePool<Envelope> lossy;  // fresh arenas: every use is one
+  EXPECT_FALSE(lossy.Acquire().new_instance());
+}
+
+// A heap-instance pool (protobuf v24+) serves fresh arenas while young:
+// those uses are not new instances; the first heap instance an entry
+// builds after them is.
+TEST(MessagePoolTest, FirstHeapInstanceAfterTheFreshStartIsNew) {
+  internal::SetHeapInstancesForTest(true);
+  MessagePoolOptions o;
+  o.fresh_returns_at_start = 64;
+  MessagePool<test::Batch> pool(o);
+  internal::SetHeapInstancesForTest(false);
+  std::mt19937 rng(3);
+  test::Batch b;
+  FillBatch(rng, 3, &b);
+  const std::string wire = b.SerializeAsString();
+  int uses = 0;
+  for (; pool.Stats().fresh_arenas_now && uses < 100000; ++uses) {
+    auto m = pool.Acquire();
+    EXPECT_FALSE(m.new_instance());
+    ASSERT_TRUE(m.ParseFrom(wire));
+  }
+  ASSERT_FALSE(pool.Stats().fresh_arenas_now) << uses << " uses";
+  ASSERT_GT(uses, 0);
+  auto first = pool.Acquire();  // the same entry, now a heap instance
+  EXPECT_TRUE(first.new_instance());
+  ASSERT_TRUE(first.ParseFrom(wire));
+  first.reset();
+  EXPECT_FALSE(pool.Acquire().new_instance());
+}
+
 TEST(MessagePoolTest, HandlesMoveAndResetEarly) {
   MessagePool<Node> pool(Reusing());
   auto a = pool.Acquire();

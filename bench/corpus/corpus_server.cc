@@ -535,7 +535,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "settle: %s after %llu samples %llu calls %.2f s; "
                    "%llu decisions, %llu modes dropped; %llu timed calls, "
-                   "%llu lost, %llu failed, %llu side samples%s; %llu "
+                   "%llu lost, %llu failed, %llu side samples%s, %llu "
+                   "warming; %llu "
                    "confirmations "
                    "(%llu switched; first ended %.2f s; last rival/chosen "
                    "%.3f t %.2f)\n",
@@ -549,6 +550,7 @@ int main(int argc, char** argv) {
                    static_cast<unsigned long long>(m.failed_calls),
                    static_cast<unsigned long long>(m.side_samples),
                    m.callback_fallback ? ", fell back to the side thread" : "",
+                   static_cast<unsigned long long>(m.warming_calls),
                    static_cast<unsigned long long>(m.confirmations),
                    static_cast<unsigned long long>(m.confirm_switches),
                    m.confirmed_s, m.confirm_ratio, m.confirm_t);

@@ -249,6 +249,9 @@ class MessagePoolCore {
   static constexpr size_t kInterrupted = ~size_t{0};
   void Return(Entry* entry, size_t size_hint);
   static google::protobuf::Message* MessageOf(Entry* entry);
+  // Whether this use is a new instance's first (see
+  // PooledMessage::new_instance()).
+  static bool NewInstance(const Entry* entry);
   // The message ParseFrom() parses `wire_size` bytes into: the instance, or,
   // for a heap instance and an input above the growth bound, a new message
   // on a fresh arena, which the entry holds until it is returned.
@@ -360,6 +363,18 @@ class PooledMessage {
   }
   T& operator*() const { return *operator->(); }
   explicit operator bool() const { return message_ != nullptr; }
+
+  // True if the pool built this message for this use: it had no idle
+  // instance, so nothing is kept from an earlier use and this one costs
+  // what a fresh arena does. False when the handle is empty, for an
+  // instance used before (also one rebuilt after the growth guard or
+  // ageing dropped its content: that cost recurs) and for a pool that
+  // serves fresh arenas (every use is one). kAuto leaves such calls out
+  // of what it learns of reuse: they measure the pool's warming, not its
+  // steady state.
+  bool new_instance() const {
+    return entry_ != nullptr && internal::MessagePoolCore::NewInstance(entry_);
+  }
 
   // Parses `wire` into the message (replacing its content). On failure
   // returns false and leaves the message empty. Out of memory: see the

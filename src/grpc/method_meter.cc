@@ -130,6 +130,10 @@ struct MethodMeter::Impl {
   // side thread measured for kAuto.
   std::atomic<uint64_t> timed_calls{0};
   std::atomic<uint64_t> lost_calls{0};
+  // kRealCalls: reuse calls on a new instance not observed (see EndCall),
+  // in all and in the decision under way.
+  std::atomic<uint64_t> warming_calls{0};
+  std::atomic<int> warming_in_decision{0};
   // kRealCalls: callback and async requests' sizes (src/grpc/request_sizes.h)
   // and the observed calls whose request was walked for its size.
   RequestSizes request_sizes;
@@ -168,6 +172,8 @@ constexpr auto kRefreshPeriod = std::chrono::milliseconds(100);
 // many of them may be lost before the method learns on the side thread.
 constexpr int kLossWindow = 32;
 constexpr int kMaxLostInWindow = kLossWindow / 2;
+// Reuse calls on new instances left out of a decision, at most (EndCall).
+constexpr int kMaxWarmingCalls = 32;
 
 // Async trials handed out and not yet ended: NextTag reads the thread's
 // clock only while there are some.
@@ -659,6 +665,7 @@ MeasuredMethodStats StatsOf(MethodMeter::Impl& m) {
                                        : m.first_sample_s);
     }
     s.timed_calls = m.timed_calls.load(std::memory_order_relaxed);
+    s.warming_calls = m.warming_calls.load(std::memory_order_relaxed);
     s.sized_requests = m.sized_requests.load(std::memory_order_relaxed);
     s.lost_calls = m.lost_calls.load(std::memory_order_relaxed);
     s.failed_calls = m.failed_calls.load(std::memory_order_relaxed);
@@ -819,6 +826,7 @@ AllocationMode MethodMeter::ModeForCall(double request_bytes,
       return m.learner.current();
     }
     m.request_sizes.Forget();  // a re-check: traffic may have changed
+    m.warming_in_decision.store(0, std::memory_order_relaxed);
   }
   if (!m.decided.load(std::memory_order_relaxed)) {
     m.calls_to_decide.fetch_add(1, std::memory_order_relaxed);
@@ -873,16 +881,37 @@ void MethodMeter::EndCall(const CallTiming& timing, double cost, double end) {
     CountWindowTrial(timing, /*lost=*/false);
   }
   const double now = NowS();
-  m.timed_calls.fetch_add(1, std::memory_order_relaxed);
   if (timing.request_bytes >= 0) {
     m.sized_requests.fetch_add(1, std::memory_order_relaxed);
     m.request_sizes.Note(timing.request_bytes);
   }
-  m.learner.ObserveCall(timing.mode, cost, timing.bytes, now);
+  // A reuse call on an instance its pool built for it costs what a fresh
+  // arena does; the calls after it do not. Reuse's trials are its only
+  // calls while it learns, so where many calls are held at once (an async
+  // server's posted calls) many trials are such calls: 10 per decision on
+  // Cortex's async server (docs/raw/auto_warming/). Handed out again
+  // instead, up to kMaxWarmingCalls a decision: a pool that never warms is
+  // measured as it is.
+  const bool warming = timing.new_instance &&
+                       timing.mode == AllocationMode::kReuse &&
+                       m.learner.wants() &&
+                       m.warming_in_decision.fetch_add(
+                           1, std::memory_order_relaxed) < kMaxWarmingCalls;
+  if (warming) {
+    m.warming_calls.fetch_add(1, std::memory_order_relaxed);
+    m.learner.CancelTrial(timing.mode);
+  } else {
+    m.timed_calls.fetch_add(1, std::memory_order_relaxed);
+    m.learner.ObserveCall(timing.mode, cost, timing.bytes, now);
+  }
   ReleaseIdleModes(m, timing.mode, timing.bytes);
+  // What timed calls cost lately, the budget's guess for the next: not a
+  // warming call's one-off cost.
   const double avg = m.call_ns.load(std::memory_order_relaxed);
-  m.call_ns.store(avg <= 0 ? cost : avg + 0.25 * (cost - avg),
-                  std::memory_order_relaxed);
+  if (!warming || avg <= 0) {
+    m.call_ns.store(avg <= 0 ? cost : avg + 0.25 * (cost - avg),
+                    std::memory_order_relaxed);
+  }
   if (!m.learner.wants()) {
     m.recheck_s.store(m.learner.next_check_s(), std::memory_order_relaxed);
     if (!m.decided.exchange(true, std::memory_order_relaxed)) {

@@ -208,10 +208,15 @@ class MeteredMessageAllocator final
     switch (mode) {
       case AllocationMode::kArena:
         return new internal::ArenaHolder<Req, Resp>(sampler, holder_timing);
-      case AllocationMode::kReuse:
+      case AllocationMode::kReuse: {
+        PooledMessage<Req> request = DefaultMessagePool<Req>().Acquire();
+        PooledMessage<Resp> response = DefaultMessagePool<Resp>().Acquire();
+        // Before the holder copies holder_timing.
+        timing->new_instance =
+            request.new_instance() || response.new_instance();
         return new internal::ReuseHolder<Req, Resp>(
-            DefaultMessagePool<Req>().Acquire(),
-            DefaultMessagePool<Resp>().Acquire(), sampler, holder_timing);
+            std::move(request), std::move(response), sampler, holder_timing);
+      }
       default:
         return new internal::HeapHolder<Req, Resp>(sampler, holder_timing);
     }

@@ -86,6 +86,10 @@ namespace arenarpc {
 //    cancelled; async: Answered() with a non-OK status, or not answered)
 //    is not observed (MeasuredMethodStats::failed_calls); callback calls
 //    are observed whatever their status (the allocator does not see it).
+//    A reuse call whose message is a new pooled instance (the pool had
+//    none idle: it costs what a fresh arena does, once) is not observed
+//    either, up to 32 a decision (MeasuredMethodStats::warming_calls): it
+//    measures the pool warming, not reuse.
 //
 // Memory: what learning leaves behind is given back, so that a
 // learning method does not hold every mode's memory at once (reuse's

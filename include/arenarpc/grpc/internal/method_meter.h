@@ -104,6 +104,9 @@ class MethodMeter {
     // cost), and in all (billed).
     double excluded_ns = 0;
     double sizing_ns = 0;
+    // kReuse: a message of the call was a new instance (its pool warming):
+    // timed and billed, not observed (EndCall).
+    bool new_instance = false;
   };
   AllocationMode ModeForCall(double request_bytes, CallTiming* timing);
   // True if this method learns on real calls for calls like this one (then
