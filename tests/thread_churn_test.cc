@@ -26,7 +26,12 @@ test::Record FilledRecord() {
 
 TEST(ThreadChurnTest, GaugesBackToBaselineAfterEveryWave) {
   const test::Record filled = FilledRecord();
-  churn::Pools pools(&filled);
+  MessagePoolOptions options;
+  // Where the pool keeps heap instances (protobuf >= 24), it keeps them from
+  // the first wave: a young pool switches from fresh arenas to kept instances
+  // after a random ~1,024 returns, which could fall in a checked wave.
+  options.fresh_returns_at_start = 0;
+  churn::Pools pools(&filled, options);
   constexpr int kThreads = 24;
   // Warm-up: the depots fill in page-batch steps, depending on how the
   // wave's threads raced for them; they settle within a few waves (three
@@ -46,9 +51,12 @@ TEST(ThreadChurnTest, GaugesBackToBaselineAfterEveryWave) {
   for (int wave = 0; wave < 4; ++wave) {
     churn::RunWave(kThreads, &pools);
     const churn::Snapshot now = churn::Take(pools);
-    // Two refill batches of slack over all waves: a page lost or stuck per
-    // thread (24 per wave) is far more.
-    const std::vector<std::string> diff = churn::Diff(base, now, 32);
+    // Four refill batches (16 pages each) of slack in the caches: racing
+    // threads were seen to leave three more there than the warm-up had
+    // settled on, about 1 run in 100. A lost page shows in pages_in_use,
+    // which must match; a cache an exiting thread did not hand over (up to
+    // 32 pages, 24 threads a wave) is far more.
+    const std::vector<std::string> diff = churn::Diff(base, now, 64);
     EXPECT_TRUE(diff.empty())
         << "wave " << wave << ": " << ::testing::PrintToString(diff);
   }

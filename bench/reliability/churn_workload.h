@@ -37,8 +37,10 @@ struct Item {
 };
 
 struct Pools {
-  explicit Pools(const google::protobuf::Message* filled)
-      : filled(filled), messages(filled) {}
+  // `options`: the test's pool keeps heap instances from its first use.
+  explicit Pools(const google::protobuf::Message* filled,
+                 const MessagePoolOptions& options = {})
+      : filled(filled), messages(filled, options) {}
   const google::protobuf::Message* filled;
   MessagePool<google::protobuf::Message> messages;
   ObjectPool<Item> objects;  // an instance, next to ObjectPool<Item>::Default()
