@@ -206,7 +206,7 @@ def client_starved(r):
 
 
 def search(args, served, target, objectives, start, tag):
-    steps, steps_starved = [], []
+    steps, steps_starved, steps_stalled = [], [], []
 
     def run(rate, kind):
         for attempt in range(3):
@@ -222,6 +222,22 @@ def search(args, served, target, objectives, start, tag):
             steps_starved.append(r)
             served.restart()
             step(args, served.server, target, rate / 2, args.warmup_s / 2, 0)
+        if (not passes(r, max(objectives)) and not client_starved(r)
+                and r["server_cpu_share"] < args.stall_cpu_share):
+            # Failed with the server's core far from busy: a stall (a fresh
+            # server's first page faults, the machine's other work) can end
+            # the ladder far below the cliff, and the search never goes back
+            # above a failed step. Once more on a fresh server; the second
+            # result counts, the first is kept. A server that is not
+            # CPU-bound fails again.
+            log(f"  {tag} {kind:>6} {rate:8.1f}/s: failed at {r['server_cpu_share']:.2f} of a core "
+                f"(p99 {r['p99_us'] / 1000:.2f} ms): again, fresh")
+            r["kind"] = kind + "_stalled"
+            steps_stalled.append(r)
+            served.restart()
+            step(args, served.server, target, rate / 2, args.warmup_s / 2, 0)
+            r = step(args, served.server, target, rate, args.step_s, args.step_warmup_s)
+            r["kind"] = kind
         steps.append(r)
         if not passes(r, max(objectives)):  # overloaded: the next step gets a fresh server
             served.restart()
@@ -259,7 +275,7 @@ def search(args, served, target, objectives, start, tag):
             if hi / max(mid, 1e-9) < 1.03:
                 break
             run(mid, "bisect")
-    return steps, steps_starved
+    return steps, steps_starved, steps_stalled
 
 
 def run_mode(args, target, mode, rnd, state):
@@ -281,11 +297,11 @@ def run_mode(args, target, mode, rnd, state):
         start = min(start, args.max_rate)
         log(f"  {tag} unloaded p50 {p50_ms:.2f} ms (objectives {objectives[0]:.2f} and {objectives[1]} ms), "
             f"start {start:.0f}/s")
-        steps, starved = search(args, served, target, objectives, start, tag)
+        steps, starved, stalled = search(args, served, target, objectives, start, tag)
         caps = {f"{o}": capacity(steps, o)[0] for o in objectives}
         result = {"mode": mode, "round": rnd, "unloaded": idle, "objectives_ms": objectives,
                   "cap_rel": caps[f"{objectives[0]}"], "cap_fixed": caps[f"{objectives[1]}"], "steps": steps,
-                  "steps_client_starved": starved}
+                  "steps_client_starved": starved, "steps_stalled": stalled}
         state["caps"].setdefault(mode, []).append(max(result["cap_rel"], result["cap_fixed"]))
         result["client_cpu_share_max"] = max(s["client_cpu_share"] for s in steps)
         result["late_max"] = max(s["late"] for s in steps)
@@ -411,6 +427,7 @@ def summarize(results, modes):
             "client_cpu_share_max": max(r["client_cpu_share_max"] for r in rs),
             "late_max": max(r["late_max"] for r in rs),
             "steps_client_starved": sum(len(r.get("steps_client_starved", [])) for r in rs),
+            "steps_stalled": sum(len(r.get("steps_stalled", [])) for r in rs),
             "steps": sum(len(r["steps"]) for r in rs),
             "server_cpu_at_cap": med([r["at_cap"]["server_cpu_share"] for r in rs if "at_cap" in r]),
             "client_cpu_at_cap": med([r["at_cap"]["client_cpu_share"] for r in rs if "at_cap" in r]),
@@ -419,11 +436,14 @@ def summarize(results, modes):
     return rows
 
 
-def table(rows, title, objective_ms, half_first_plain=True):
+def table(rows, title, objective_ms, half_first_plain=True, stall_cpu_share=0.0):
     half_rule = ("The 50 % step runs at half of plain's capacity in the run's first round, one rate for every "
                  "mode and round." if half_first_plain else
                  "The 50 % step runs at half of plain's median capacity measured so far in the run, so a round's "
                  "modes may run it at different rates (the json keeps each step's rate).")
+    stall_rule = (f" A step that failed with the server under {stall_cpu_share:g} of its core is run once more "
+                  "on a fresh server (a stall, not the cliff, may have failed it), and the second result counts."
+                  if stall_cpu_share else "")
     plain = rows.get("plain")
     pre = [m for m in rows if m.startswith("plain+")]
     best_pre = max(pre, key=lambda m: rows[m]["cap_confirmed"]) if pre else None
@@ -442,9 +462,10 @@ def table(rows, title, objective_ms, half_first_plain=True):
              f"| by round | / plain in the same round (median; by round) | at p99 <= 5x unloaded p50 | / plain | unloaded p50 ms "
              f"| p99 at 50 % of plain's capacity (ms) | / plain | peak RSS at capacity (MiB) | / plain "
              f"| peak RSS at 50 % of plain's capacity (MiB) | / plain "
-             f"| server CPU at capacity (waited; other work on its core) | server CPU us/call there | / plain | client CPU at capacity (max) | steps redone: client starved |",
+             f"| server CPU at capacity (waited; other work on its core) | server CPU us/call there | / plain | client CPU at capacity (max) | steps redone: client starved{', stalled' if stall_cpu_share else ''} |",
              "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|"]
     for m, r in rows.items():
+        stalled = r.get("steps_stalled", 0)
         lines.append(
             f"| {m} | {r['cap_confirmed']:.0f} | {ratio(r['cap_confirmed'], of('plain', 'cap_confirmed'))} "
             f"| {ratio(r['cap_confirmed'], of(best_pre, 'cap_confirmed'))} "
@@ -458,7 +479,8 @@ def table(rows, title, objective_ms, half_first_plain=True):
             f"| {r['server_cpu_us_per_call_at_cap']:.0f} "
             f"| {ratio(r['server_cpu_us_per_call_at_cap'], of('plain', 'server_cpu_us_per_call_at_cap'))} "
             f"| {r['client_cpu_at_cap']:.2f} ({r['client_cpu_share_max']:.2f}) "
-            f"| {r['steps_client_starved']} of {r['steps'] + r['steps_client_starved']} |")
+            f"| {r['steps_client_starved']}{f', {stalled}' if stall_cpu_share else ''} of "
+            f"{r['steps'] + r['steps_client_starved'] + stalled} |")
     lines += ["", f"Capacity: the highest rate whose {objective_ms:g} ms objective held in the search and again "
               "on a fresh server (else 10 % lower, up to 3 times); medians over rounds. CPU as a share of one "
               "core over a step; waited: the share of the step the server's threads spent on a run queue "
@@ -467,7 +489,7 @@ def table(rows, title, objective_ms, half_first_plain=True):
               "step (warm-up included), whose inverse bounds the capacity on a core of its own. Peak RSS: the "
               "step's high-water mark; at capacity it includes the calls queued near the cliff. " + half_rule + " A step the client fell behind in (over 5 % of calls started "
               "over 2 ms late, or its threads waiting on a run queue over 35 % of the step) is redone on a fresh "
-              "server, up to twice."]
+              "server, up to twice." + stall_rule]
     return "\n".join(lines)
 
 
@@ -514,7 +536,7 @@ def compact(results):
         for k in ("unloaded", "at_cap", "half"):
             if k in r:
                 r[k] = strip(r[k])
-        for k in ("steps", "confirm_steps", "steps_client_starved"):
+        for k in ("steps", "confirm_steps", "steps_client_starved", "steps_stalled"):
             if k in r:
                 r[k] = [strip(s) for s in r[k]]
         out.append(r)
@@ -546,6 +568,9 @@ def main():
     p.add_argument("--bisect", type=int, default=2, help="bisections per objective")
     p.add_argument("--max_rate", type=float, default=20000)
     p.add_argument("--max_steps", type=int, default=10)
+    p.add_argument("--stall_cpu_share", type=float, default=0.6,
+                   help="a failed step whose server used under this share of its core is run once more "
+                        "on a fresh server (0: never)")
     p.add_argument("--channels", type=int, default=4)
     p.add_argument("--deadline_ms", type=int, default=2000)
     p.add_argument("--server_args", default="",
@@ -615,6 +640,8 @@ def main():
                 run_args = kept.get("args", run_args)
             elif results and not kept.get("args", {}).get("half_first_plain"):
                 run_args["half_first_plain"] = False  # earlier rounds ran the older rule
+            if results and not args.table_only and "stall_cpu_share" not in kept.get("args", {}):
+                args.stall_cpu_share = run_args["stall_cpu_share"] = 0  # nor re-ran stalled steps
             for r in sorted(results, key=lambda r: (r["round"], r["mode"] != "plain")):
                 state["caps"].setdefault(r["mode"], []).append(max(r["cap_rel"], r["cap_fixed"]))
                 if r["mode"] == "plain":
@@ -629,7 +656,8 @@ def main():
         rows = summarize(results, modes)
         title = (f"{name} ({target[4] / 1024:.0f} KiB request), {args.api} API: capacity at p99 objectives, "
                  f"medians of {1 + max(r['round'] for r in results)} rounds ({args.step_s:g} s steps)")
-        text = table(rows, title, args.objective_ms, run_args.get("half_first_plain", False))
+        text = table(rows, title, args.objective_ms, run_args.get("half_first_plain", False),
+                     run_args.get("stall_cpu_share", 0))
         with open(json_path, "w") as f:
             json.dump({"target": name, "api": args.api, "request_bytes": target[4], "args": run_args,
                        "rows": rows, "results": compact(results)}, f, indent=None, separators=(",", ":"))
