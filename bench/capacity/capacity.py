@@ -208,6 +208,10 @@ def client_starved(r):
 def search(args, served, target, objectives, start, tag):
     steps, steps_starved, steps_stalled = [], [], []
 
+    def fresh_server(rate):  # warmed at half the rate
+        served.restart()
+        step(args, served.server, target, rate / 2, args.warmup_s / 2, 0)
+
     def run(rate, kind):
         for attempt in range(3):
             r = step(args, served.server, target, rate, args.step_s, args.step_warmup_s)
@@ -220,8 +224,7 @@ def search(args, served, target, objectives, start, tag):
                 f"waited {r['client_run_delay_share']:.2f}): again")
             r["kind"] = kind + "_starved"
             steps_starved.append(r)
-            served.restart()
-            step(args, served.server, target, rate / 2, args.warmup_s / 2, 0)
+            fresh_server(rate)
         if (not passes(r, max(objectives)) and not client_starved(r)
                 and r["server_cpu_share"] < args.stall_cpu_share):
             # Failed with the server's core far from busy: a stall (a fresh
@@ -234,14 +237,12 @@ def search(args, served, target, objectives, start, tag):
                 f"(p99 {r['p99_us'] / 1000:.2f} ms): again, fresh")
             r["kind"] = kind + "_stalled"
             steps_stalled.append(r)
-            served.restart()
-            step(args, served.server, target, rate / 2, args.warmup_s / 2, 0)
+            fresh_server(rate)
             r = step(args, served.server, target, rate, args.step_s, args.step_warmup_s)
             r["kind"] = kind
         steps.append(r)
         if not passes(r, max(objectives)):  # overloaded: the next step gets a fresh server
-            served.restart()
-            step(args, served.server, target, rate / 2, args.warmup_s / 2, 0)
+            fresh_server(rate)
         log(f"  {tag} {kind:>6} {rate:8.1f}/s: ok {r['ok']:6d} failed {r['failed']:4d} late {r['late']:4d} "
             f"p50 {r['p50_us'] / 1000:7.2f} p99 {r['p99_us'] / 1000:8.2f} ms  server cpu "
             f"{r['server_cpu_share']:.2f} (waited {r['server_run_delay_share']:.2f}, other work on its core "
