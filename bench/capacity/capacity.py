@@ -456,8 +456,8 @@ def table(rows, title, objective_ms, half_first_plain=True, stall_cpu_share=0.0)
         v = r.get("server_core_other_at_cap", float("nan"))
         return f"; {v:.2f}" if v == v else ""
 
-    def of(m, k):
-        return rows[m][k] if m else float("nan")
+    def of(m, k):  # a run without plain (or a preload) has no ratio to it
+        return rows[m][k] if m in rows else float("nan")
     lines = [title, "",
              f"| mode | capacity at p99 <= {objective_ms:g} ms (calls/s) | / plain | / {best_pre or 'best preload'} "
              f"| by round | / plain in the same round (median; by round) | at p99 <= 5x unloaded p50 | / plain | unloaded p50 ms "
