@@ -212,7 +212,7 @@ def search(args, served, target, objectives, start, tag):
         served.restart()
         step(args, served.server, target, rate / 2, args.warmup_s / 2, 0)
 
-    def run(rate, kind):
+    def measured(rate, kind):
         for attempt in range(3):
             r = step(args, served.server, target, rate, args.step_s, args.step_warmup_s)
             r["kind"] = kind
@@ -225,6 +225,10 @@ def search(args, served, target, objectives, start, tag):
             r["kind"] = kind + "_starved"
             steps_starved.append(r)
             fresh_server(rate)
+        return r
+
+    def run(rate, kind):
+        r = measured(rate, kind)
         if (not passes(r, max(objectives)) and not client_starved(r)
                 and r["server_cpu_share"] < args.stall_cpu_share):
             # Failed with the server's core far from busy: a stall (a fresh
@@ -238,8 +242,7 @@ def search(args, served, target, objectives, start, tag):
             r["kind"] = kind + "_stalled"
             steps_stalled.append(r)
             fresh_server(rate)
-            r = step(args, served.server, target, rate, args.step_s, args.step_warmup_s)
-            r["kind"] = kind
+            r = measured(rate, kind)
         steps.append(r)
         if not passes(r, max(objectives)):  # overloaded: the next step gets a fresh server
             fresh_server(rate)
