@@ -48,9 +48,9 @@ TEST(ThreadChurnTest, GaugesBackToBaselineAfterEveryWave) {
     base = std::move(now);
   }
   ASSERT_EQ(same, 2) << "the pools' gauges never settled";
-  // Six waves: a refill batch (16 pages) stuck in the caches every wave
-  // passes the slack below by the fifth.
-  for (int wave = 0; wave < 6; ++wave) {
+  // Eight waves against 64 pages of slack catch every leak of more than 8
+  // pages a wave, as four waves against 32 did.
+  for (int wave = 0; wave < 8; ++wave) {
     churn::RunWave(kThreads, &pools);
     const churn::Snapshot now = churn::Take(pools);
     // Four refill batches (16 pages each) of slack in the caches: racing

@@ -469,7 +469,7 @@ def table(rows, title, objective_ms, half_first_plain=True, stall_cpu_share=0.0)
              f"| server CPU at capacity (waited; other work on its core) | server CPU us/call there | / plain | client CPU at capacity (max) | steps redone: client starved{', stalled' if stall_cpu_share else ''} |",
              "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|"]
     for m, r in rows.items():
-        stalled = r.get("steps_stalled", 0)
+        stalled = r["steps_stalled"]
         lines.append(
             f"| {m} | {r['cap_confirmed']:.0f} | {ratio(r['cap_confirmed'], of('plain', 'cap_confirmed'))} "
             f"| {ratio(r['cap_confirmed'], of(best_pre, 'cap_confirmed'))} "
