@@ -85,7 +85,9 @@ bool OneIn(uint32_t n) { return n <= 1 || NextRandom() % n == 0; }
 class MessagePoolCore::Cache final : public PointerCache {
  public:
   Cache(MessagePoolCore* core, const MessagePoolOptions& o)
-      : PointerCache(o.idle_per_thread, o.idle_max), core_(core) {}
+      : PointerCache(o.idle_per_thread, o.idle_max,
+                     std::chrono::milliseconds(o.idle_decay_ms)),
+        core_(core) {}
   ~Cache() override { Shutdown(); }
 
  protected:

@@ -151,7 +151,7 @@ void AppendMessagePools(internal::PrometheusWriter& w) {
        "ParseFrom(); each turns heap instances off for a while.",
        &MessagePoolStats::unrouted_large},
       {"arenarpc_message_pool_dropped_idle_total", "counter",
-       "Instances destroyed: idle bound reached.",
+       "Idle instances destroyed: idle bound, decay or trimming.",
        &MessagePoolStats::dropped_idle},
       {"arenarpc_message_pool_in_use", "gauge", "Messages on loan.",
        &MessagePoolStats::in_use},

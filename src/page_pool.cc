@@ -28,7 +28,8 @@ class PagePool::Source final : public internal::PointerCache {
   explicit Source(PagePool* pool)
       : PointerCache(
             pool->options_.thread_cache_pages,
-            pool->options_.depot_capacity_bytes / pool->options_.page_size),
+            pool->options_.depot_capacity_bytes / pool->options_.page_size,
+            std::chrono::milliseconds(pool->options_.idle_decay_ms)),
         pool_(pool) {}
   ~Source() override { Shutdown(); }
 

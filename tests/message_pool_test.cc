@@ -737,6 +737,39 @@ TEST(MessagePoolTest, ReleaseIdleCachesFreesIdleThreadsInstances) {
   idle.join();
 }
 
+// What a burst built goes back while calls go on: instances no use reached
+// for a decay period are destroyed (the first tick after the burst starts
+// their period, the next destroys them); the ones in use stay. Off: kept.
+TEST(MessagePoolTest, IdleInstancesABurstBuiltDecayWhileCallsGoOn) {
+  for (const uint32_t decay_ms : {200u, 0u}) {
+    SCOPED_TRACE(decay_ms);
+    MessagePoolOptions o = Reusing();  // 4 per thread
+    o.idle_decay_ms = decay_ms;
+    MessagePool<Node> pool(o);
+    {
+      std::vector<PooledMessage<Node>> burst;
+      for (int i = 0; i < 10; ++i) burst.push_back(pool.Acquire());
+    }
+    ASSERT_EQ(pool.Stats().idle, 10u);
+    const auto calls = [&] {  // 16 returns: a decay check
+      for (int i = 0; i < 16; ++i) pool.Acquire()->set_id(i);
+    };
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    calls();
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    calls();
+    const MessagePoolStats s = pool.Stats();
+    if (decay_ms == 0) {
+      EXPECT_EQ(s.idle, 10u);
+      EXPECT_EQ(s.dropped_idle, 0u);
+    } else {
+      EXPECT_LE(s.idle, 4u);  // this thread's stack, in use
+      EXPECT_GE(s.idle, 1u);
+      EXPECT_EQ(s.dropped_idle, 10u - s.idle);
+    }
+  }
+}
+
 // rebuild_every = n: the n-th use is the instance's last (mutation check:
 // off by one went unnoticed before).
 TEST(MessagePoolTest, RebuiltAfterExactlyRebuildEveryUses) {

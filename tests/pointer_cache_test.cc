@@ -27,8 +27,9 @@ struct Item {
 // once by the time the cache is gone.
 class TestCache final : public PointerCache {
  public:
-  TestCache(size_t thread_capacity, size_t depot_capacity)
-      : PointerCache(thread_capacity, depot_capacity) {}
+  TestCache(size_t thread_capacity, size_t depot_capacity,
+            std::chrono::nanoseconds decay_period = {})
+      : PointerCache(thread_capacity, depot_capacity, decay_period) {}
   ~TestCache() override { Shutdown(); }
 
   Item* PopItem() {
@@ -264,6 +265,91 @@ TEST(PointerCacheTest, ReleaseIdleCountsIdleTimeFromTheFirstCallThatSeesIt) {
   worker.UseAgain();  // its stack changed: not idle
   EXPECT_EQ(cache.ReleaseIdle(50ms), 0u);
   EXPECT_EQ(cache.Stats().in_threads, 4u);
+}
+
+// A decay tick destroys the depot's items that waited through the whole
+// period: the bottom of the depot, below the lowest it went since the last
+// tick. Items that arrived during the period wait one more.
+TEST(PointerCacheTest, DecayDestroysTheDepotItemsNoPopReachedSinceTheLastTick) {
+  TestCache cache(4, 64, 1h);  // a period that never passes: ticks by hand
+  std::vector<Item*> items;
+  for (int i = 0; i < 6; ++i) items.push_back(cache.Foreign());
+  for (Item* item : items) cache.PushItem(item);  // 4 stay, 2 to the depot
+  cache.FlushThisThread();                        // all 6 in the depot
+  ASSERT_EQ(cache.Stats().in_depot, 6u);
+  // They arrived during this period: kept.
+  EXPECT_EQ(cache.Decay(), 0u);
+  EXPECT_EQ(cache.Stats().in_depot, 6u);
+  // A Pop takes a batch of 2 from the top: 4 never reached. The 2 go back
+  // on top of them.
+  Item* a = cache.PopItem();
+  cache.PushItem(a);
+  EXPECT_EQ(cache.Stats().in_threads, 2u);
+  cache.FlushThisThread();
+  EXPECT_EQ(cache.Stats().in_depot, 6u);
+  EXPECT_EQ(cache.Decay(), 4u);
+  EXPECT_EQ(cache.destroyed(), 4);
+  EXPECT_EQ(cache.Stats().in_depot, 2u);
+  // The 2 used ones were kept, in order.
+  Item* b = cache.PopItem();
+  EXPECT_EQ(b, a);
+  cache.PushItem(b);
+  ExpectBalanced(cache, 0);
+  // Back in the depot, they wait a whole period first.
+  cache.FlushThisThread();
+  EXPECT_EQ(cache.Decay(), 0u);
+  EXPECT_EQ(cache.Decay(), 2u);
+  EXPECT_EQ(cache.destroyed(), 6);
+  ExpectBalanced(cache, 0);
+}
+
+TEST(PointerCacheTest, DecayReleasesStacksUnchangedForAPeriod) {
+  TestCache cache(8, 64, 50ms);
+  IdleWorker worker(cache, 1);  // a stack of 4, then idle
+  // Seen unchanged from the first tick on (as ReleaseIdle counts).
+  EXPECT_EQ(cache.Decay(), 0u);
+  std::this_thread::sleep_for(60ms);
+  EXPECT_EQ(cache.Decay(), 4u);
+  EXPECT_EQ(cache.Stats().in_threads, 0u);
+  worker.UseAgain();
+  ExpectBalanced(cache, 0);
+}
+
+// Without a hand: Push() ticks once a period (checked on one push in 16).
+TEST(PointerCacheTest, PushesTickTheDecayOncePerPeriod) {
+  TestCache cache(4, 64, 200ms);
+  for (int i = 0; i < 6; ++i) cache.PushItem(cache.Foreign());
+  cache.FlushThisThread();
+  ASSERT_EQ(cache.Stats().in_depot, 6u);
+  cache.PushItem(cache.Foreign());  // one on this stack to cycle
+  const auto cycle = [&] {
+    for (int i = 0; i < 16; ++i) cache.PushItem(cache.PopItem());
+  };
+  std::this_thread::sleep_for(250ms);
+  cycle();  // a tick: the depot's 6 arrived in its period
+  EXPECT_EQ(cache.Stats().in_depot, 6u);
+  cycle();  // within the next period: no tick
+  EXPECT_EQ(cache.Stats().in_depot, 6u);
+  std::this_thread::sleep_for(250ms);
+  cycle();  // a tick: no Pop reached them for a period
+  EXPECT_EQ(cache.Stats().in_depot, 0u);
+  EXPECT_EQ(cache.destroyed(), 6);
+  EXPECT_EQ(cache.Stats().in_threads, 1u);
+  ExpectBalanced(cache, 0);
+}
+
+// No period: nothing decays, however long items wait.
+TEST(PointerCacheTest, NoDecayWithoutAPeriod) {
+  TestCache cache(4, 64);
+  for (int i = 0; i < 6; ++i) cache.PushItem(cache.Foreign());
+  cache.FlushThisThread();
+  cache.PushItem(cache.Foreign());
+  for (int round = 0; round < 2; ++round) {
+    std::this_thread::sleep_for(5ms);
+    for (int i = 0; i < 16; ++i) cache.PushItem(cache.PopItem());
+  }
+  EXPECT_EQ(cache.Stats().in_depot, 6u);
+  EXPECT_EQ(cache.destroyed(), 0);
 }
 
 TEST(PointerCacheTest, ItemsPoppedOnOneThreadPushedOnAnother) {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "arenarpc/page_pool.h"
 #include "churn_workload.h"
 #include "test_messages.pb.h"
 
@@ -31,6 +32,13 @@ TEST(ThreadChurnTest, GaugesBackToBaselineAfterEveryWave) {
   // the first wave: a young pool switches from fresh arenas to kept instances
   // after a random ~1,024 returns, which could fall in a checked wave.
   options.fresh_returns_at_start = 0;
+  // Decay gives back what no thread used for a second, which a slow wave
+  // (sanitizers) can span: the gauges would fall. This test is about what
+  // exiting threads hand over.
+  options.idle_decay_ms = 0;
+  PagePoolOptions pages;
+  pages.idle_decay_ms = 0;
+  ASSERT_TRUE(PagePool::ConfigureDefault(pages).ok());
   churn::Pools pools(&filled, options);
   constexpr int kThreads = 24;
   // Warm-up: the depots fill in page-batch steps, depending on how the

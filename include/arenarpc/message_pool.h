@@ -47,7 +47,12 @@
 //    guard saw (string buffers live on the heap, outside the arena) is held
 //    for a bounded number of uses;
 //  - idle bound: at most idle_per_thread instances per thread plus idle_max
-//    process-wide; the rest are destroyed.
+//    process-wide; the rest are destroyed;
+//  - decay: an idle instance no use reached for idle_decay_ms (1 s) is
+//    destroyed, so the pool holds about what the last second's calls in
+//    flight needed, not the most a burst ever did (a fresh server's first
+//    seconds, a stall, a spike: on sync gRPC each call in flight is a
+//    thread, each with instances of its own).
 //
 // Large inputs (heap instances, protobuf v24+): PooledMessage::ParseFrom()
 // parses an input above the growth guard's bound (one the guard would evict
@@ -143,6 +148,12 @@ namespace arenarpc {
 struct MessagePoolOptions {
   size_t idle_per_thread = 4;  // instances cached per thread
   size_t idle_max = 256;       // instances kept process-wide beyond those
+  // Decay: once this often, idle instances no Acquire() reached in the
+  // whole period (shared ones below the lowest the shared depot went, and
+  // those of threads that took or returned none) are destroyed, so what a
+  // burst built goes back while calls go on. 0: off (the idle bound above,
+  // Trim() and ReleaseIdleCaches() only).
+  uint32_t idle_decay_ms = 1000;
   // Growth guard, in serialized bytes of the content an instance held.
   size_t hard_cap_bytes = size_t{8} << 20;
   // The percentile of recent content sizes (0..1) the bound follows; sizes
@@ -211,7 +222,9 @@ struct MessagePoolStats {
   // Whether Acquire() now serves fresh arenas (a type Clear() cannot keep
   // whole, or heap instances off after an unrouted large input).
   bool fresh_arenas_now = false;
-  uint64_t dropped_idle = 0;  // destroyed: idle bound reached
+  // Idle instances destroyed: the idle bound, decay, Trim(),
+  // ReleaseIdleCaches().
+  uint64_t dropped_idle = 0;
   // Handles alive, counting a return until it is done with the pool: at 0
   // (and no Acquire() running) the pool may be destroyed.
   uint64_t in_use = 0;

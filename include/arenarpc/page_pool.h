@@ -11,9 +11,10 @@
 // the page is probably still in this core's cache); an empty cache refills
 // with a batch from the depot, and a full cache sends its colder half there.
 // The depot holds at most `depot_capacity_bytes`; pages beyond that are
-// unmapped (munmap), so an idle process gives memory back. Pages come from
-// mmap in batches and are never touched by the pool itself, so a page never
-// used stays unbacked.
+// unmapped (munmap), so an idle process gives memory back; pages a burst
+// left that no thread took for `idle_decay_ms` are unmapped too. Pages come
+// from mmap in batches and are never touched by the pool itself, so a page
+// never used stays unbacked.
 //
 // Thread safety: every member function may be called concurrently from any
 // thread. A page may be returned by a thread other than the one that took it.
@@ -59,6 +60,12 @@ struct PagePoolOptions {
   size_t depot_capacity_bytes = size_t{64} << 20;
   // Pages each thread caches; a full cache moves half of them to the depot.
   size_t thread_cache_pages = 32;
+  // Decay: once this often, pages that waited in the depot through the
+  // whole period, and the caches of threads that took or returned no page
+  // in it, are unmapped, so what a burst mapped goes back within a few
+  // periods while the process keeps working. 0: off (only the depot bound
+  // and ReleaseIdleCaches() give pages back).
+  uint32_t idle_decay_ms = 1000;
 };
 
 // A snapshot. Counters are read without stopping other threads, so under

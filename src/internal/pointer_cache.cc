@@ -1,18 +1,26 @@
 #include "src/internal/pointer_cache.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <thread>
 
 namespace arenarpc::internal {
 
-PointerCache::PointerCache(size_t thread_capacity, size_t depot_capacity)
+PointerCache::PointerCache(size_t thread_capacity, size_t depot_capacity,
+                           std::chrono::nanoseconds decay_period)
     : thread_capacity_(
           static_cast<uint32_t>(std::max<size_t>(1, thread_capacity))),
       batch_(std::max<size_t>(1, thread_capacity / 2)),
       depot_capacity_(depot_capacity),
+      decay_period_(std::max(decay_period, std::chrono::nanoseconds(0))),
       key_(ThreadSlots::Register(this)) {
+  next_decay_ns_.store(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          (std::chrono::steady_clock::now() + decay_period_).time_since_epoch())
+          .count(),
+      std::memory_order_relaxed);
   depot_.reserve(std::min<size_t>(depot_capacity_, 1 << 16));
 }
 
@@ -65,6 +73,7 @@ void* PointerCache::PopSlow(Stack* s) {
       if (!depot_.empty()) {
         void* item = depot_.back();
         depot_.pop_back();
+        depot_low_ = std::min(depot_low_, depot_.size());
         return item;
       }
     }
@@ -84,6 +93,7 @@ void* PointerCache::PopSlow(Stack* s) {
       n = std::min(batch_, depot_.size());
       std::copy(depot_.end() - n, depot_.end(), s->items);
       depot_.resize(depot_.size() - n);
+      depot_low_ = std::min(depot_low_, depot_.size());
     }
     if (n == 0) n = Make(s->items, batch_);
   }
@@ -97,19 +107,55 @@ void PointerCache::PushSlow(Stack* s, void* item) {
   if (s == nullptr) s = StackForThisThread();
   if (s == nullptr) {
     ToDepot(&item, 1);
+    MaybeDecay();
     return;
   }
-  StackLock stack_lock(s);
-  uint32_t n = s->count.load(std::memory_order_relaxed);
-  if (n == thread_capacity_) {
-    // Full: the bottom (coldest) batch goes to the depot, the rest shifts
-    // down.
-    ToDepot(s->items, batch_);
-    std::memmove(s->items, s->items + batch_, (n - batch_) * sizeof(void*));
-    n -= static_cast<uint32_t>(batch_);
+  {
+    StackLock stack_lock(s);
+    uint32_t n = s->count.load(std::memory_order_relaxed);
+    if (n == thread_capacity_) {
+      // Full: the bottom (coldest) batch goes to the depot, the rest shifts
+      // down.
+      ToDepot(s->items, batch_);
+      std::memmove(s->items, s->items + batch_, (n - batch_) * sizeof(void*));
+      n -= static_cast<uint32_t>(batch_);
+    }
+    s->items[n] = item;
+    s->count.store(n + 1, std::memory_order_relaxed);
   }
-  s->items[n] = item;
-  s->count.store(n + 1, std::memory_order_relaxed);
+  MaybeDecay();  // with the stack unlocked: Decay() may empty it
+}
+
+void PointerCache::MaybeDecay() {
+  if (decay_period_.count() == 0) return;
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t next = next_decay_ns_.load(std::memory_order_relaxed);
+  if (now < next ||
+      !next_decay_ns_.compare_exchange_strong(next, now + decay_period_.count(),
+                                              std::memory_order_relaxed)) {
+    return;
+  }
+  Decay();
+}
+
+size_t PointerCache::Decay() {
+  std::vector<void*> items;
+  {
+    MutexLock lock(&mu_);
+    // LIFO: the bottom depot_low_ items are the ones no Pop reached.
+    const size_t n = std::min(depot_low_, depot_.size());
+    items.assign(depot_.begin(),
+                 depot_.begin() + static_cast<std::ptrdiff_t>(n));
+    depot_.erase(depot_.begin(),
+                 depot_.begin() + static_cast<std::ptrdiff_t>(n));
+    depot_low_ = depot_.size();
+  }
+  Destroy(items.data(), items.size());
+  // Zero would mean every stack not in use at this instant.
+  return items.size() +
+         (decay_period_.count() > 0 ? ReleaseIdle(decay_period_) : 0);
 }
 
 void PointerCache::ToDepot(void* const* items, size_t n) {
@@ -183,6 +229,7 @@ size_t PointerCache::DrainDepot() {
     MutexLock lock(&mu_);
     items.swap(depot_);
     depot_.reserve(std::min<size_t>(depot_capacity_, 1 << 16));
+    depot_low_ = 0;
   }
   Destroy(items.data(), items.size());
   return items.size();

@@ -18,6 +18,12 @@
 // goes to the depot. ReleaseIdle() takes the items of stacks whose thread
 // has not used them for a while (a thread pool's idle workers) and
 // Destroy()s them.
+// Decay (a non-zero `decay_period`): what a burst built does not stay for
+// good. Once a period, checked from Push() (a clock read on one push in 16
+// of a thread), the items that waited in the depot through the whole period
+// (the lowest the depot went since the last tick: no Pop reached them) and
+// the stacks no Pop/Push changed for the period are Destroy()ed; see
+// Decay().
 //
 // Thread safety: Pop/Push/FlushThisThread/DrainDepot/ReleaseIdle/Stats
 // may be called concurrently from any thread; an item may be pushed by
@@ -51,7 +57,8 @@ struct PointerCacheStats {
 
 class PointerCache : private ThreadSlots::Owner {
  public:
-  PointerCache(size_t thread_capacity, size_t depot_capacity);
+  PointerCache(size_t thread_capacity, size_t depot_capacity,
+               std::chrono::nanoseconds decay_period = {});
   virtual ~PointerCache();
   PointerCache(const PointerCache&) = delete;
   PointerCache& operator=(const PointerCache&) = delete;
@@ -80,7 +87,9 @@ class PointerCache : private ThreadSlots::Owner {
       if (__builtin_expect(n < thread_capacity_, 1)) {
         s->items[n] = item;
         s->count.store(n + 1, std::memory_order_relaxed);
+        const bool tick = (++s->pushes & 15) == 0;
         s->Unlock();
+        if (__builtin_expect(tick, 0)) MaybeDecay();
         return;
       }
       s->Unlock();
@@ -97,6 +106,12 @@ class PointerCache : private ThreadSlots::Owner {
   // number of items destroyed. The threads keep working: an emptied stack
   // refills on its next Pop.
   size_t ReleaseIdle(std::chrono::nanoseconds idle_for);
+  // One decay tick, whatever the time: Destroy()s the depot's items that
+  // no Pop reached since the previous tick (its lowest size since then; the
+  // bottom of a LIFO depot) and the items of stacks unchanged for the decay
+  // period (ReleaseIdle). Returns how many. Push() calls it once a period
+  // when a period is set; tests call it directly.
+  size_t Decay();
   PointerCacheStats Stats() const;
 
  protected:
@@ -136,6 +151,7 @@ class PointerCache : private ThreadSlots::Owner {
     uint64_t seen_misses = 0;
     uint32_t seen_count = 0;
     std::chrono::steady_clock::time_point unchanged_since;
+    uint32_t pushes ABSL_GUARDED_BY(this) = 0;  // paces the decay check
   };
 
   // Holds a stack for its scope: unlocked also when Make() or the depot
@@ -162,14 +178,21 @@ class PointerCache : private ThreadSlots::Owner {
   void PushSlow(Stack* s, void* item);
   // Destroy()s the overflow.
   void ToDepot(void* const* items, size_t n) ABSL_LOCKS_EXCLUDED(mu_);
+  // Decay() if a period has passed since the last tick (one caller wins).
+  void MaybeDecay() ABSL_LOCKS_EXCLUDED(mu_);
 
   const uint32_t thread_capacity_;
   const size_t batch_;
   const size_t depot_capacity_;
+  const std::chrono::nanoseconds decay_period_;  // zero: no decay
+  std::atomic<int64_t> next_decay_ns_{0};        // steady clock
   const ThreadSlots::Key key_;
 
   mutable Mutex mu_;
   std::vector<void*> depot_ ABSL_GUARDED_BY(mu_);
+  // The depot's lowest size since the last decay tick: its bottom that many
+  // items waited through the whole period.
+  size_t depot_low_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<Stack*> stacks_ ABSL_GUARDED_BY(mu_);  // live thread stacks
   uint64_t retired_hits_ ABSL_GUARDED_BY(mu_) = 0;   // of exited threads
   uint64_t retired_misses_ ABSL_GUARDED_BY(mu_) = 0;
