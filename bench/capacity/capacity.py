@@ -140,6 +140,7 @@ def step(args, server, target, rate, seconds, warmup):
     pid = server.proc.pid
     peak_reset = reset_peak(pid)
     cpu0, wait0, core0, t0 = rpc_common.cpu_seconds(pid), run_delays(pid), core_busy_s(SERVER_CORE), time.time()
+    faults0 = rpc_common.minor_faults(pid)
     cmd = rpc_common.pin(CLIENT_CORE, [
         args.client, f"--target=127.0.0.1:{server.port}", f"--method={method}",
         f"--request={request}", f"--rate={rate:.2f}", f"--seconds={seconds}",
@@ -148,6 +149,7 @@ def step(args, server, target, rate, seconds, warmup):
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.time() - t0
     cpu1, wait1, core1 = rpc_common.cpu_seconds(pid), run_delays(pid), core_busy_s(SERVER_CORE)
+    faults1 = rpc_common.minor_faults(pid)
     lines = [l for l in p.stdout.splitlines() if l.startswith("result ")]
     if not lines or p.returncode not in (0, 1):
         raise RuntimeError(f"client failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}{p.stderr}")
@@ -160,6 +162,9 @@ def step(args, server, target, rate, seconds, warmup):
                                       if core0 is not None and core1 is not None else None),
              # Over every call of the step, its warm-up's too (all were due).
              server_cpu_us_per_call=round((cpu1 - cpu0) / max(rate * (seconds + warmup), 1) * 1e6, 1),
+             # Page faults per call (fresh pages: the kernel zeroes each on first touch).
+             server_minor_faults_per_call=(round((faults1 - faults0) / max(rate * (seconds + warmup), 1), 1)
+                                           if faults0 is not None and faults1 is not None else None),
              peak_rss_mib=round(rpc_common.status_kib(pid, "VmHWM") / 1024, 1),
              rss_mib=round(rpc_common.status_kib(pid, "VmRSS") / 1024, 1), peak_reset=peak_reset)
     return r
@@ -354,13 +359,21 @@ def run_mode(args, target, mode, rnd, state):
 
 
 def run_light(args, target, mode, rnd):
-    """--light: one fixed light-load step after the warm-up (the tail at light load)."""
+    """--light: one fixed light-load step after the warm-up (the tail at light load);
+    with --burst_rate, after a burst at that rate."""
     flag, preload = MODES[mode]
     server_bin, server_args, *_ = target
     server = rpc_common.start_server(server_bin, flag, SERVER_CORE, server_args, preload)
     try:
         step(args, server, target, args.light, args.warmup_s, 0)
+        burst = None
+        if args.burst_rate:
+            # What a burst leaves behind under the load that follows it: the
+            # measured step's peak and final RSS.
+            burst = step(args, server, target, args.burst_rate, args.burst_s, 0)
         r = step(args, server, target, args.light, args.step_s, args.step_warmup_s)
+        if burst:
+            r["burst"] = {k: burst[k] for k in ("rate", "ok", "failed", "p99_us", "peak_rss_mib", "rss_mib")}
         r["server_cpu_us_per_call"] = round(r["server_cpu_share"] * r["wall_s"] / max(r["ok"], 1) * 1e6, 1)
     finally:
         rc = server.stop()
@@ -371,7 +384,7 @@ def run_light(args, target, mode, rnd):
                  not l.startswith("#") and ("auto" in l or "method_" in l))][:60])
     log(f"  r{rnd} {mode:>14} {args.light:.0f}/s: ok {r['ok']} failed {r['failed']} p50 {r['p50_us'] / 1000:.2f} "
         f"p90 {r['p90_us'] / 1000:.2f} p99 {r['p99_us'] / 1000:.2f} p99.9 {r['p99.9_us'] / 1000:.2f} ms, "
-        f"server {r['server_cpu_us_per_call']:.0f} us/call")
+        f"server {r['server_cpu_us_per_call']:.0f} us/call, {r['server_minor_faults_per_call']} page faults/call")
     return r
 
 
@@ -583,6 +596,9 @@ def main():
     p.add_argument("--no_half_load", dest="half_load", action="store_false")
     p.add_argument("--light", type=float, default=0,
                    help="no search: each mode at this one rate (the tail at light load), --step_s long")
+    p.add_argument("--burst_rate", type=float, default=0,
+                   help="with --light: a step at this rate (an overload) between the warm-up and the measured step")
+    p.add_argument("--burst_s", type=float, default=5, help="the --burst_rate step's seconds")
     p.add_argument("--resume", action="store_true",
                    help="keep the rounds already in --out's json and run the next ones")
     p.add_argument("--table_only", action="store_true",
@@ -621,6 +637,9 @@ def main():
             title = (f"{name} ({target[4] / 1024:.0f} KiB request), {args.api} API, {args.light:g} calls/s open "
                      f"loop: medians of {args.rounds} interleaved rounds of {args.step_s:g} s after "
                      f"{args.warmup_s:g} s warm-up")
+            if args.burst_rate:
+                stem += f"_after_{args.burst_rate:g}"
+                title += f" and a {args.burst_s:g} s burst at {args.burst_rate:g} calls/s"
             text = light_table(results, modes, title)
             with open(os.path.join(args.out, stem + ".json"), "w") as f:
                 json.dump({"target": name, "api": args.api, "results": results}, f, separators=(",", ":"))

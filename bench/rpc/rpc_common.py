@@ -105,6 +105,16 @@ def thread_cpu_ticks(pid):
     return out
 
 
+def minor_faults(pid):
+    """The process's minor page faults so far (every thread, exited ones
+    included: /proc/<pid>/stat's minflt); None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[7])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def cpu_seconds(pid):
     """The process's CPU time (user + system, every thread, exited ones
     included), in seconds. From its CPU-time clock, to the nanosecond:
