@@ -409,34 +409,75 @@ TEST(PointerCacheTest, ItemsPoppedOnOneThreadPushedOnAnother) {
   ExpectBalanced(cache, 0);
 }
 
-TEST(PointerCacheTest, ConcurrentPopPushReleaseIdleAndCounts) {
-  // Threads pop and push while another releases idle stacks and reads the
-  // counts: no item is handed out twice or destroyed while out.
+// kThreads threads pop `held(t)` items and push them back, kRounds times,
+// while `beside` runs on another thread until they are done.
+template <class Held, class Beside>
+void PopPushWhile(TestCache& cache, Held held, Beside beside) {
   constexpr int kThreads = 4;
   constexpr int kRounds = 20000;
-  TestCache cache(8, 32);
   std::atomic<bool> stop{false};
-  std::thread trimmer([&] {
+  std::thread other([&] {
     while (!stop.load()) {
-      cache.ReleaseIdle(0ns);
-      const PointerCacheStats c = cache.Stats();
-      EXPECT_LE(c.in_depot, 32u);
+      beside();
       std::this_thread::yield();
     }
   });
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      Item* held[3];
+    threads.emplace_back([&, t] {
+      std::vector<Item*> items(held(t));
       for (int r = 0; r < kRounds; ++r) {
-        for (Item*& item : held) item = cache.PopItem();
-        for (Item* item : held) cache.PushItem(item);
+        for (Item*& item : items) item = cache.PopItem();
+        for (Item* item : items) cache.PushItem(item);
       }
     });
   }
   for (std::thread& t : threads) t.join();
   stop.store(true);
-  trimmer.join();
+  other.join();
+  ExpectBalanced(cache, 0);
+}
+
+TEST(PointerCacheTest, ConcurrentPopPushReleaseIdleAndCounts) {
+  // Threads pop and push while another releases idle stacks and reads the
+  // counts: no item is handed out twice or destroyed while out.
+  TestCache cache(8, 32);
+  PopPushWhile(
+      cache, [](int) { return 3; },
+      [&] {
+        cache.ReleaseIdle(0ns);
+        EXPECT_LE(cache.Stats().in_depot, 32u);
+      });
+}
+
+TEST(PointerCacheTest, ConcurrentPopPushWithDecayTicks) {
+  // The same with a decay period of 1 ms: the ticks run inside the threads'
+  // pushes (and by hand on another thread) while items move between stacks
+  // and the depot (uneven counts per thread); none is handed out twice or
+  // destroyed while out.
+  TestCache cache(8, 32, 1ms);
+  PopPushWhile(
+      cache, [](int t) { return 1 + t * 3; }, [&] { cache.Decay(); });
+}
+
+// A tick destroys at most 64 (it runs on a caller's thread); the rest of
+// what no Pop reached goes on the next ticks, without waiting a period.
+TEST(PointerCacheTest, DecayTakesAtMost64ATick) {
+  TestCache cache(4, 256, 1h);
+  for (int i = 0; i < 100; ++i) cache.PushItem(cache.Foreign());
+  cache.FlushThisThread();
+  ASSERT_EQ(cache.Stats().in_depot, 100u);
+  EXPECT_EQ(cache.Decay(), 0u);  // arrived in this period
+  // 20 more arrive on top: they wait their own period.
+  for (int i = 0; i < 20; ++i) cache.PushItem(cache.Foreign());
+  cache.FlushThisThread();
+  EXPECT_EQ(cache.Decay(), 64u);
+  EXPECT_EQ(cache.Decay(), 36u);
+  EXPECT_EQ(cache.Stats().in_depot, 20u);
+  // That slice ended the old ones' decay, so the 20 are watched from it:
+  // the next tick (a period later) takes them.
+  EXPECT_EQ(cache.Decay(), 20u);
+  EXPECT_EQ(cache.destroyed(), 120);
   ExpectBalanced(cache, 0);
 }
 

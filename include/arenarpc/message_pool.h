@@ -48,9 +48,11 @@
 //    for a bounded number of uses;
 //  - idle bound: at most idle_per_thread instances per thread plus idle_max
 //    process-wide; the rest are destroyed;
-//  - decay: an idle instance no use reached for idle_decay_ms (1 s) is
-//    destroyed, so the pool holds about what the last second's calls in
-//    flight needed, not the most a burst ever did (a fresh server's first
+//  - decay: idle instances no use reached for idle_decay_ms (1 s) are
+//    destroyed within a period or two (shared ones; a thread's cache when
+//    the thread took or returned none for a period), checked on returns,
+//    so the pool holds about what the last second's calls in flight
+//    needed, not the most a burst ever did (a fresh server's first
 //    seconds, a stall, a spike: on sync gRPC each call in flight is a
 //    thread, each with instances of its own).
 //

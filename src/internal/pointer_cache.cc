@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <thread>
 
 namespace arenarpc::internal {
@@ -137,25 +138,48 @@ void PointerCache::MaybeDecay() {
                                               std::memory_order_relaxed)) {
     return;
   }
-  Decay();
+  bool more = false;
+  DecayTick(&more);
+  // The rest in slices soon, not all at once on this caller's thread.
+  if (more) {
+    next_decay_ns_.store(now + decay_period_.count() / 16,
+                         std::memory_order_relaxed);
+  }
 }
 
 size_t PointerCache::Decay() {
-  std::vector<void*> items;
+  bool more = false;
+  return DecayTick(&more);
+}
+
+size_t PointerCache::DecayTick(bool* more) {
+  // Runs inside a Push, often in a destructor (a returned message, an
+  // arena's pages): allocates nothing, throws nothing, and destroys at
+  // most about kDecayBatch items (munmap, destructors) per tick.
+  void* batch[kDecayBatch];
+  size_t n;
   {
     MutexLock lock(&mu_);
     // LIFO: the bottom depot_low_ items are the ones no Pop reached.
-    const size_t n = std::min(depot_low_, depot_.size());
-    items.assign(depot_.begin(),
-                 depot_.begin() + static_cast<std::ptrdiff_t>(n));
+    const size_t unreached = std::min(depot_low_, depot_.size());
+    n = std::min(unreached, kDecayBatch);
+    std::copy(depot_.begin(), depot_.begin() + static_cast<std::ptrdiff_t>(n),
+              batch);
     depot_.erase(depot_.begin(),
                  depot_.begin() + static_cast<std::ptrdiff_t>(n));
-    depot_low_ = depot_.size();
+    // Unreached ones left wait for the next slice; else every item now in
+    // the depot is watched for a whole period.
+    depot_low_ = unreached > n ? unreached - n : depot_.size();
+    *more = unreached > n;
   }
-  Destroy(items.data(), items.size());
-  // Zero would mean every stack not in use at this instant.
-  return items.size() +
-         (decay_period_.count() > 0 ? ReleaseIdle(decay_period_) : 0);
+  Destroy(batch, n);
+  if (*more || decay_period_.count() == 0) return n;
+  // Stacks unchanged since the previous tick (idle_for: half a period, as
+  // the ticks are a period apart but ReleaseIdle stamps its own time). Any
+  // left over wait for the next tick, a period on: a sooner one would
+  // decay depot items watched for less than a period.
+  bool stacks_left = false;
+  return n + ReleaseIdleStacks(decay_period_ / 2, kDecayBatch, &stacks_left);
 }
 
 void PointerCache::ToDepot(void* const* items, size_t n) {
@@ -192,11 +216,21 @@ void PointerCache::FlushThisThread() {
 }
 
 size_t PointerCache::ReleaseIdle(std::chrono::nanoseconds idle_for) {
+  bool more = false;
+  return ReleaseIdleStacks(idle_for, ~size_t{0}, &more);
+}
+
+size_t PointerCache::ReleaseIdleStacks(std::chrono::nanoseconds idle_for,
+                                       size_t max_items, bool* more) {
   const auto now = std::chrono::steady_clock::now();
   std::vector<void*> items;
   {
     MutexLock lock(&mu_);
     for (Stack* s : stacks_) {
+      if (items.size() >= max_items) {
+        *more = true;  // the rest on a later call
+        break;
+      }
       const uint64_t hits = s->hits.load(std::memory_order_relaxed);
       const uint64_t misses = s->misses.load(std::memory_order_relaxed);
       const uint32_t count = s->count.load(std::memory_order_relaxed);
@@ -213,7 +247,13 @@ size_t PointerCache::ReleaseIdle(std::chrono::nanoseconds idle_for) {
       // mu_, which its slow path may be waiting for).
       if (!s->TryLock()) continue;
       const uint32_t n = s->count.load(std::memory_order_relaxed);
-      items.insert(items.end(), s->items, s->items + n);
+      try {
+        items.insert(items.end(), s->items, s->items + n);
+      } catch (const std::bad_alloc&) {  // this stack and the rest stay
+        s->Unlock();
+        *more = true;
+        break;
+      }
       s->count.store(0, std::memory_order_relaxed);
       s->seen_count = 0;
       s->Unlock();

@@ -20,13 +20,13 @@
 // Destroy()s them.
 // Decay (a non-zero `decay_period`): what a burst built does not stay for
 // good. Once a period, checked from Push() (a clock read on one push in 16
-// of a thread), the items that waited in the depot through the whole period
-// (the lowest the depot went since the last tick: no Pop reached them) and
-// the stacks no Pop/Push changed for the period are Destroy()ed; see
-// Decay().
+// of a thread, and on every slow push), the items that waited in the depot
+// through the whole period (the lowest the depot went since the last tick: no
+// Pop reached them) and the stacks no Pop/Push changed for the period are
+// Destroy()ed; see Decay().
 //
-// Thread safety: Pop/Push/FlushThisThread/DrainDepot/ReleaseIdle/Stats
-// may be called concurrently from any thread; an item may be pushed by
+// Thread safety: Pop/Push/FlushThisThread/DrainDepot/ReleaseIdle/Decay/
+// Stats may be called concurrently from any thread; an item may be pushed by
 // another thread than the one that popped it. Make/Destroy are called
 // without internal locks. A stack is written by its thread under the
 // stack's `busy` flag (an uncontended exchange: ReleaseIdle only ever
@@ -108,9 +108,12 @@ class PointerCache : private ThreadSlots::Owner {
   size_t ReleaseIdle(std::chrono::nanoseconds idle_for);
   // One decay tick, whatever the time: Destroy()s the depot's items that
   // no Pop reached since the previous tick (its lowest size since then; the
-  // bottom of a LIFO depot) and the items of stacks unchanged for the decay
-  // period (ReleaseIdle). Returns how many. Push() calls it once a period
-  // when a period is set; tests call it directly.
+  // bottom of a LIFO depot), at most 64 a tick (the rest on the next, which
+  // Push() then runs after 1/16 of a period), then, if none are left, the
+  // items of stacks unchanged since the previous tick (ReleaseIdle; not
+  // without a period). Allocates nothing for the depot's part and never
+  // throws (it runs in destructors). Returns how many. Push() calls it once
+  // a period when a period is set; tests call it directly.
   size_t Decay();
   PointerCacheStats Stats() const;
 
@@ -178,8 +181,17 @@ class PointerCache : private ThreadSlots::Owner {
   void PushSlow(Stack* s, void* item);
   // Destroy()s the overflow.
   void ToDepot(void* const* items, size_t n) ABSL_LOCKS_EXCLUDED(mu_);
-  // Decay() if a period has passed since the last tick (one caller wins).
+  // Decay() if a period has passed since the last tick (one caller wins);
+  // the next tick soon if that one left work.
   void MaybeDecay() ABSL_LOCKS_EXCLUDED(mu_);
+  // One tick; *more: it stopped at kDecayBatch with unreached depot items
+  // left.
+  size_t DecayTick(bool* more) ABSL_LOCKS_EXCLUDED(mu_);
+  // ReleaseIdle taking stacks until at least max_items items (*more when it
+  // stopped with stacks left unchecked, or short of memory).
+  size_t ReleaseIdleStacks(std::chrono::nanoseconds idle_for, size_t max_items,
+                           bool* more) ABSL_LOCKS_EXCLUDED(mu_);
+  static constexpr size_t kDecayBatch = 64;
 
   const uint32_t thread_capacity_;
   const size_t batch_;
