@@ -174,12 +174,13 @@ size_t PointerCache::DecayTick(bool* more) {
   }
   Destroy(batch, n);
   if (*more || decay_period_.count() == 0) return n;
-  // Stacks unchanged since the previous tick (idle_for: half a period, as
-  // the ticks are a period apart but ReleaseIdle stamps its own time). Any
-  // left over wait for the next tick, a period on: a sooner one would
-  // decay depot items watched for less than a period.
+  // Stacks unchanged for a period, as seen by the ticks (so for one to
+  // two periods; half a period made threads that one long call kept busy
+  // under overload lose their caches: docs/DESIGN_NOTES.md). Any left over
+  // wait for the next tick, a period on: a sooner one would decay depot
+  // items watched for less than a period.
   bool stacks_left = false;
-  return n + ReleaseIdleStacks(decay_period_ / 2, kDecayBatch, &stacks_left);
+  return n + ReleaseIdleStacks(decay_period_, kDecayBatch, &stacks_left);
 }
 
 void PointerCache::ToDepot(void* const* items, size_t n) {
