@@ -175,8 +175,9 @@ size_t PointerCache::DecayTick(bool* more) {
   Destroy(batch, n);
   if (*more || decay_period_.count() == 0) return n;
   // Stacks unchanged for a period, as seen by the ticks (so for one to
-  // two periods; half a period made threads that one long call kept busy
-  // under overload lose their caches: docs/DESIGN_NOTES.md). Any left over
+  // two periods; with half a period a burst's peak RSS rose 1.6x, likely
+  // from threads one slow call kept busy losing their caches:
+  // docs/DESIGN_NOTES.md). Any left over
   // wait for the next tick, a period on: a sooner one would decay depot
   // items watched for less than a period.
   bool stacks_left = false;
