@@ -174,14 +174,12 @@ size_t PointerCache::DecayTick(bool* more) {
   }
   Destroy(batch, n);
   if (*more || decay_period_.count() == 0) return n;
-  // Stacks unchanged for a period, as seen by the ticks (so for one to
-  // two periods; with half a period a burst's peak RSS rose 1.6x, likely
-  // from threads one slow call kept busy losing their caches:
-  // docs/DESIGN_NOTES.md). Any left over
-  // wait for the next tick, a period on: a sooner one would decay depot
-  // items watched for less than a period.
-  bool stacks_left = false;
-  return n + ReleaseIdleStacks(decay_period_, kDecayBatch, &stacks_left);
+  // Stacks unchanged for a period, as the ticks see it (one to two
+  // periods; with half a period a burst's peak RSS rose 1.6x, likely from
+  // threads one slow call kept busy losing their caches:
+  // docs/DESIGN_NOTES.md). Any left over wait for the next tick, a period
+  // on: a sooner one would decay depot items watched for less than one.
+  return n + ReleaseIdleStacks(decay_period_, kDecayBatch);
 }
 
 void PointerCache::ToDepot(void* const* items, size_t n) {
@@ -218,21 +216,17 @@ void PointerCache::FlushThisThread() {
 }
 
 size_t PointerCache::ReleaseIdle(std::chrono::nanoseconds idle_for) {
-  bool more = false;
-  return ReleaseIdleStacks(idle_for, ~size_t{0}, &more);
+  return ReleaseIdleStacks(idle_for, ~size_t{0});
 }
 
 size_t PointerCache::ReleaseIdleStacks(std::chrono::nanoseconds idle_for,
-                                       size_t max_items, bool* more) {
+                                       size_t max_items) {
   const auto now = std::chrono::steady_clock::now();
   std::vector<void*> items;
   {
     MutexLock lock(&mu_);
     for (Stack* s : stacks_) {
-      if (items.size() >= max_items) {
-        *more = true;  // the rest on a later call
-        break;
-      }
+      if (items.size() >= max_items) break;  // the rest on a later call
       const uint64_t hits = s->hits.load(std::memory_order_relaxed);
       const uint64_t misses = s->misses.load(std::memory_order_relaxed);
       const uint32_t count = s->count.load(std::memory_order_relaxed);
@@ -253,7 +247,6 @@ size_t PointerCache::ReleaseIdleStacks(std::chrono::nanoseconds idle_for,
         items.insert(items.end(), s->items, s->items + n);
       } catch (const std::bad_alloc&) {  // this stack and the rest stay
         s->Unlock();
-        *more = true;
         break;
       }
       s->count.store(0, std::memory_order_relaxed);

@@ -110,8 +110,8 @@ class PointerCache : private ThreadSlots::Owner {
   // no Pop reached since the previous tick (its lowest size since then; the
   // bottom of a LIFO depot), at most 64 a tick (the rest on the next, which
   // Push() then runs after 1/16 of a period), then, if none are left, the
-  // items of stacks unchanged since the previous tick (ReleaseIdle; not
-  // without a period). Allocates nothing for the depot's part and never
+  // items of stacks unchanged for a period (ReleaseIdle; not without a
+  // period). Allocates nothing for the depot's part and never
   // throws (it runs in destructors). Returns how many. Push() calls it once
   // a period when a period is set; tests call it directly.
   size_t Decay();
@@ -187,10 +187,10 @@ class PointerCache : private ThreadSlots::Owner {
   // One tick; *more: it stopped at kDecayBatch with unreached depot items
   // left.
   size_t DecayTick(bool* more) ABSL_LOCKS_EXCLUDED(mu_);
-  // ReleaseIdle taking stacks until at least max_items items (*more when it
-  // stopped with stacks left unchecked, or short of memory).
-  size_t ReleaseIdleStacks(std::chrono::nanoseconds idle_for, size_t max_items,
-                           bool* more) ABSL_LOCKS_EXCLUDED(mu_);
+  // ReleaseIdle taking stacks until at least max_items items (or memory
+  // for the list ran out); the rest wait for a later call.
+  size_t ReleaseIdleStacks(std::chrono::nanoseconds idle_for, size_t max_items)
+      ABSL_LOCKS_EXCLUDED(mu_);
   static constexpr size_t kDecayBatch = 64;
 
   const uint32_t thread_capacity_;
