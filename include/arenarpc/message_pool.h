@@ -49,9 +49,8 @@
 //  - idle bound: at most idle_per_thread instances per thread plus idle_max
 //    process-wide; the rest are destroyed;
 //  - decay: idle instances no use reached for idle_decay_ms (1 s) are
-//    destroyed within two or three periods (a thread's cache gives the
-//    ones it did not hand out in a period to the shared ones, which are
-//    destroyed if no thread takes them in the next), checked on returns,
+//    destroyed within a period or two (shared ones; a thread's cache when
+//    the thread took or returned none for a period), checked on returns,
 //    so the pool holds about what the last second's calls in flight
 //    needed, not the most a burst ever did (a fresh server's first
 //    seconds, a stall, a spike: on sync gRPC each call in flight is a
@@ -151,9 +150,9 @@ namespace arenarpc {
 struct MessagePoolOptions {
   size_t idle_per_thread = 4;  // instances cached per thread
   size_t idle_max = 256;       // instances kept process-wide beyond those
-  // Decay: once this often, shared idle instances no Acquire() reached in
-  // the whole period are destroyed, and those a thread's cache held
-  // through the period without handing them out become shared, so what a
+  // Decay: once this often, idle instances no Acquire() reached in the
+  // whole period (shared ones below the lowest the shared depot went, and
+  // those of threads that took or returned none) are destroyed, so what a
   // burst built goes back while calls go on. 0: off (the idle bound above,
   // Trim() and ReleaseIdleCaches() only).
   uint32_t idle_decay_ms = 1000;

@@ -61,11 +61,10 @@ struct PagePoolOptions {
   // Pages each thread caches; a full cache moves half of them to the depot.
   size_t thread_cache_pages = 32;
   // Decay: once this often, pages that waited in the depot through the
-  // whole period are unmapped, and the pages a thread's cache held through
-  // the whole period without handing them out go to the depot (unmapped a
-  // period later unless a thread takes them), so what a burst mapped goes
-  // back within a few periods while the process keeps working. 0: off
-  // (only the depot bound and ReleaseIdleCaches() give pages back).
+  // whole period, and the caches of threads that took or returned no page
+  // in it, are unmapped, so what a burst mapped goes back within a few
+  // periods while the process keeps working. 0: off (only the depot bound
+  // and ReleaseIdleCaches() give pages back).
   uint32_t idle_decay_ms = 1000;
 };
 

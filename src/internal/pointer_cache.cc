@@ -99,11 +99,8 @@ void* PointerCache::PopSlow(Stack* s) {
     if (n == 0) n = Make(s->items, batch_);
   }
   void* item = n > 0 ? s->items[n - 1] : nullptr;
-  if (n > 0) {
-    const auto count = static_cast<uint32_t>(n - 1);
-    s->count.store(count, std::memory_order_relaxed);
-    s->low = std::min(s->low, count);
-  }
+  if (n > 0)
+    s->count.store(static_cast<uint32_t>(n - 1), std::memory_order_relaxed);
   return item;
 }
 
@@ -123,7 +120,6 @@ void PointerCache::PushSlow(Stack* s, void* item) {
       ToDepot(s->items, batch_);
       std::memmove(s->items, s->items + batch_, (n - batch_) * sizeof(void*));
       n -= static_cast<uint32_t>(batch_);
-      s->low = s->low > batch_ ? s->low - static_cast<uint32_t>(batch_) : 0;
     }
     s->items[n] = item;
     s->count.store(n + 1, std::memory_order_relaxed);
@@ -173,39 +169,17 @@ size_t PointerCache::DecayTick(bool* more) {
                  depot_.begin() + static_cast<std::ptrdiff_t>(n));
     // Unreached ones left wait for the next slice; else every item now in
     // the depot is watched for a whole period.
+    depot_low_ = unreached > n ? unreached - n : depot_.size();
     *more = unreached > n;
-    if (*more) {
-      depot_low_ = unreached - n;
-    } else {
-      TrimStacks();
-      // Every item now in the depot (the stacks' unreached ones on top) is
-      // watched for a whole period.
-      depot_low_ = depot_.size();
-    }
   }
   Destroy(batch, n);
-  return n;
-}
-
-void PointerCache::TrimStacks() {
-  for (Stack* s : stacks_) {
-    // In use right now: the next tick. Never wait on a thread here (we
-    // hold mu_, which its slow path may be waiting for).
-    if (!s->TryLock()) continue;
-    const uint32_t count = s->count.load(std::memory_order_relaxed);
-    // Within the depot's bound and its reserved capacity: no allocation.
-    const size_t limit = std::min(depot_capacity_, depot_.capacity());
-    const size_t room = limit > depot_.size() ? limit - depot_.size() : 0;
-    const auto k =
-        static_cast<uint32_t>(std::min<size_t>({s->low, count, room}));
-    if (k > 0) {
-      depot_.insert(depot_.end(), s->items, s->items + k);
-      std::memmove(s->items, s->items + k, (count - k) * sizeof(void*));
-      s->count.store(count - k, std::memory_order_relaxed);
-    }
-    s->low = count - k;
-    s->Unlock();
-  }
+  if (*more || decay_period_.count() == 0) return n;
+  // Stacks unchanged for a period, as the ticks see it (one to two
+  // periods; with half a period a burst's peak RSS rose 1.6x, likely from
+  // threads one slow call kept busy losing their caches:
+  // docs/DESIGN_NOTES.md). Any left over wait for the next tick, a period
+  // on: a sooner one would decay depot items watched for less than one.
+  return n + ReleaseIdleStacks(decay_period_, kDecayBatch);
 }
 
 void PointerCache::ToDepot(void* const* items, size_t n) {
@@ -238,16 +212,21 @@ void PointerCache::FlushThisThread() {
   s->Lock();
   ToDepot(s->items, s->count.load(std::memory_order_relaxed));
   s->count.store(0, std::memory_order_relaxed);
-  s->low = 0;
   s->Unlock();
 }
 
 size_t PointerCache::ReleaseIdle(std::chrono::nanoseconds idle_for) {
+  return ReleaseIdleStacks(idle_for, ~size_t{0});
+}
+
+size_t PointerCache::ReleaseIdleStacks(std::chrono::nanoseconds idle_for,
+                                       size_t max_items) {
   const auto now = std::chrono::steady_clock::now();
   std::vector<void*> items;
   {
     MutexLock lock(&mu_);
     for (Stack* s : stacks_) {
+      if (items.size() >= max_items) break;  // the rest on a later call
       const uint64_t hits = s->hits.load(std::memory_order_relaxed);
       const uint64_t misses = s->misses.load(std::memory_order_relaxed);
       const uint32_t count = s->count.load(std::memory_order_relaxed);
@@ -271,7 +250,6 @@ size_t PointerCache::ReleaseIdle(std::chrono::nanoseconds idle_for) {
         break;
       }
       s->count.store(0, std::memory_order_relaxed);
-      s->low = 0;
       s->seen_count = 0;
       s->Unlock();
     }

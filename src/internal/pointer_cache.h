@@ -22,10 +22,8 @@
 // good. Once a period, checked from Push() (a clock read on one push in 16
 // of a thread, and on every slow push), the items that waited in the depot
 // through the whole period (the lowest the depot went since the last tick: no
-// Pop reached them) are Destroy()ed, and each stack's items that no Pop
-// reached in the period (its bottom, below the lowest it went) move to the
-// depot, to be destroyed a period later if no thread takes them; see
-// Decay().
+// Pop reached them) and the stacks no Pop/Push changed for the period are
+// Destroy()ed; see Decay().
 //
 // Thread safety: Pop/Push/FlushThisThread/DrainDepot/ReleaseIdle/Decay/
 // Stats may be called concurrently from any thread; an item may be pushed by
@@ -72,7 +70,6 @@ class PointerCache : private ThreadSlots::Owner {
       const uint32_t n = s->count.load(std::memory_order_relaxed);
       if (__builtin_expect(n > 0, 1)) {
         s->count.store(n - 1, std::memory_order_relaxed);
-        if (n - 1 < s->low) s->low = n - 1;
         Bump(s->hits);
         void* item = s->items[n - 1];
         s->Unlock();
@@ -112,13 +109,11 @@ class PointerCache : private ThreadSlots::Owner {
   // One decay tick, whatever the time: Destroy()s the depot's items that
   // no Pop reached since the previous tick (its lowest size since then; the
   // bottom of a LIFO depot), at most 64 a tick (the rest on the next, which
-  // Push() then runs after 1/16 of a period), then, if none are left, moves
-  // each stack's items that no Pop reached since the previous tick (below
-  // its lowest count since then) to the top of the depot, as far as the
-  // depot has room (a stack in use right now waits for the next tick).
-  // Allocates nothing and never throws (it runs in destructors). Returns
-  // how many were destroyed. Push() calls it once a period when a period
-  // is set; tests call it directly.
+  // Push() then runs after 1/16 of a period), then, if none are left, the
+  // items of stacks unchanged for a period (ReleaseIdle; not without a
+  // period). Allocates nothing for the depot's part and never
+  // throws (it runs in destructors). Returns how many. Push() calls it once
+  // a period when a period is set; tests call it directly.
   size_t Decay();
   PointerCacheStats Stats() const;
 
@@ -160,9 +155,6 @@ class PointerCache : private ThreadSlots::Owner {
     uint32_t seen_count = 0;
     std::chrono::steady_clock::time_point unchanged_since;
     uint32_t pushes ABSL_GUARDED_BY(this) = 0;  // paces the decay check
-    // The lowest count since the last decay tick: the bottom that many
-    // items no Pop reached in that time.
-    uint32_t low ABSL_GUARDED_BY(this) = 0;
   };
 
   // Holds a stack for its scope: unlocked also when Make() or the depot
@@ -195,8 +187,10 @@ class PointerCache : private ThreadSlots::Owner {
   // One tick; *more: it stopped at kDecayBatch with unreached depot items
   // left.
   size_t DecayTick(bool* more) ABSL_LOCKS_EXCLUDED(mu_);
-  // Decay's part for the stacks: their unreached bottoms to the depot.
-  void TrimStacks() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ReleaseIdle taking stacks until at least max_items items (or memory
+  // for the list ran out); the rest wait for a later call.
+  size_t ReleaseIdleStacks(std::chrono::nanoseconds idle_for, size_t max_items)
+      ABSL_LOCKS_EXCLUDED(mu_);
   static constexpr size_t kDecayBatch = 64;
 
   const uint32_t thread_capacity_;
