@@ -19,8 +19,9 @@
 // Thread safety: every member function may be called concurrently from any
 // thread. A page may be returned by a thread other than the one that took it.
 // Idle threads: a thread's cache keeps up to `thread_cache_pages` pages
-// while the thread lives; ReleaseIdleCaches() unmaps the pages of caches
-// their threads have not used for a while (idle workers of a thread pool).
+// while the thread uses it; decay unmaps a cache's pages once its thread
+// has taken and returned none for a period, and ReleaseIdleCaches() does
+// so at once for caches unused for `idle_for` (idle workers of a pool).
 // A cache's `busy` flag (one uncontended atomic exchange per Allocate or
 // Deallocate) is what lets another thread empty it safely.
 //
