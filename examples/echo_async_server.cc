@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -64,7 +65,11 @@ class ServerImpl {
         std::chrono::system_clock::now() +
         std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
     // Always after the server: the queues then drain every pending tag.
-    for (auto& cq : cqs_) cq->Shutdown();
+    for (auto& queue : queues_) {
+      std::lock_guard<std::mutex> lock(queue->mu);
+      queue->shut = true;
+      queue->cq->Shutdown();
+    }
     for (std::thread& t : threads_) t.join();
   }
 
@@ -80,26 +85,38 @@ class ServerImpl {
     builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_bytes));
     builder.RegisterService(&service_);
     for (int i = 0; i < absl::GetFlag(FLAGS_cqs); ++i) {
-      cqs_.push_back(builder.AddCompletionQueue());
+      queues_.push_back(std::make_unique<Queue>());
+      queues_.back()->cq = builder.AddCompletionQueue();
     }
     server_ = builder.BuildAndStart();
     if (server_ == nullptr) return 0;
-    for (auto& cq : cqs_) {
-      new CallData(&service_, cq.get(), echo_.get());
-      threads_.emplace_back([cq = cq.get()] { HandleRpcs(cq); });
+    for (auto& queue : queues_) {
+      new CallData(&service_, queue.get(), echo_.get());
+      threads_.emplace_back([cq = queue->cq.get()] { HandleRpcs(cq); });
     }
     return port;
   }
 
  private:
+  // A completion queue and its thread. gRPC aborts the process when an
+  // operation starts on a queue after its Shutdown(), and a request that
+  // arrived as the server shut down can still come out of Next() after
+  // that (under load many do): operations start under `mu`, and none once
+  // `shut`.
+  struct Queue {
+    std::unique_ptr<grpc::ServerCompletionQueue> cq;
+    std::mutex mu;
+    bool shut = false;  // guarded by mu
+  };
+
   // One call: CREATE (request posted) -> PROCESS (request arrived; answer)
   // -> FINISH (answer sent; delete).
   class CallData {
    public:
-    CallData(EchoService::AsyncService* service,
-             grpc::ServerCompletionQueue* cq,
+    // Under queue->mu, or before the queue's thread starts.
+    CallData(EchoService::AsyncService* service, Queue* queue,
              arenarpc::AsyncMethod<EchoRequest, EchoResponse>* echo)
-        : service_(service), cq_(cq), echo_(echo), responder_(&ctx_) {
+        : service_(service), queue_(queue), echo_(echo), responder_(&ctx_) {
       // arenarpc: the call's messages from the method (pooled arena,
       // reused messages, heap, or auto's pick), taken before RequestEcho:
       // gRPC parses the request straight into this object.
@@ -112,7 +129,8 @@ class ServerImpl {
         request_ = &plain_->first;
         response_ = &plain_->second;
       }
-      service_->RequestEcho(&ctx_, request_, &responder_, cq_, cq_, this);
+      grpc::ServerCompletionQueue* cq = queue_->cq.get();
+      service_->RequestEcho(&ctx_, request_, &responder_, cq, cq, this);
     }
 
     void Proceed(bool ok) {
@@ -123,7 +141,12 @@ class ServerImpl {
       // arenarpc: auto times this call from the NextTag that returned its
       // tag (first thing, on this thread) ...
       messages_.Arrived();
-      new CallData(service_, cq_, echo_);  // serve the next call
+      std::lock_guard<std::mutex> lock(queue_->mu);
+      if (queue_->shut) {  // too late to answer: gRPC cancels the call
+        delete this;
+        return;
+      }
+      new CallData(service_, queue_, echo_);  // serve the next call
       arenarpc::echo::FillResponse(*request_, response_);
       status_ = kFinish;
       responder_.Finish(*response_, grpc::Status::OK, this);
@@ -132,7 +155,7 @@ class ServerImpl {
 
    private:
     EchoService::AsyncService* const service_;
-    grpc::ServerCompletionQueue* const cq_;
+    Queue* const queue_;
     arenarpc::AsyncMethod<EchoRequest, EchoResponse>* const echo_;
     // arenarpc: declared before the context, so destroyed after it: the
     // messages must outlive every tag of the call (arenarpc/grpc/async.h).
@@ -156,7 +179,7 @@ class ServerImpl {
 
   std::unique_ptr<arenarpc::AsyncMethod<EchoRequest, EchoResponse>> echo_;
   EchoService::AsyncService service_;
-  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs_;
+  std::vector<std::unique_ptr<Queue>> queues_;
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::thread> threads_;
 };

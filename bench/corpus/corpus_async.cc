@@ -29,8 +29,9 @@ class AsyncTag {
 
 struct AsyncCorpus::Method {
   virtual ~Method() = default;
-  // Posts one request for this method on `cq` (a new CallData).
-  virtual void Spawn(grpc::ServerCompletionQueue* cq) = 0;
+  // Posts one request for this method on `queue` (a new CallData); under
+  // queue->mu, or before the queue's thread starts.
+  virtual void Spawn(AsyncCorpus::Queue* queue) = 0;
 };
 
 namespace {
@@ -47,16 +48,14 @@ class MethodOf final : public AsyncCorpus::Method {
            std::unique_ptr<AsyncMethod<Req, Resp>> pooled)
       : service_(service), corpus_(corpus), pooled_(std::move(pooled)) {}
 
-  void Spawn(grpc::ServerCompletionQueue* cq) override {
-    new CallData(this, cq);
-  }
+  void Spawn(AsyncCorpus::Queue* queue) override { new CallData(this, queue); }
 
  private:
   // gRPC's async greeter CallData: requested -> finishing -> deleted.
   class CallData final : public AsyncTag {
    public:
-    CallData(MethodOf* method, grpc::ServerCompletionQueue* cq)
-        : method_(method), cq_(cq), responder_(&context_) {
+    CallData(MethodOf* method, AsyncCorpus::Queue* queue)
+        : method_(method), queue_(queue), responder_(&context_) {
       if (method->pooled_ != nullptr) {
         messages_ = method->pooled_->NewCall();
         request_ = messages_.request();
@@ -65,6 +64,7 @@ class MethodOf final : public AsyncCorpus::Method {
         request_ = &plain_->first;
         response_ = &plain_->second;
       }
+      grpc::ServerCompletionQueue* cq = queue->cq.get();
       (method->service_->*kRequest)(&context_, request_, &responder_, cq, cq,
                                     this);
     }
@@ -75,7 +75,12 @@ class MethodOf final : public AsyncCorpus::Method {
         return;
       }
       if (async_lines) messages_.Arrived();  // auto's window (async.h)
-      method_->Spawn(cq_);                   // the next call of this method
+      std::lock_guard<std::mutex> lock(queue_->mu);
+      if (queue_->shut) {  // too late to answer: gRPC cancels the call
+        delete this;
+        return;
+      }
+      method_->Spawn(queue_);  // the next call of this method
       async_walk_sink += method_->corpus_.walk(*request_);
       method_->corpus_.respond(*request_, response_);
       finishing_ = true;
@@ -85,7 +90,7 @@ class MethodOf final : public AsyncCorpus::Method {
 
    private:
     MethodOf* const method_;
-    grpc::ServerCompletionQueue* const cq_;
+    AsyncCorpus::Queue* const queue_;
     // Declared before the context: destroyed after it (async.h).
     CallMessages<Req, Resp> messages_;
     std::optional<std::pair<Req, Resp>> plain_ =
@@ -190,18 +195,21 @@ AsyncCorpus::AsyncCorpus(grpc::ServerBuilder* builder, int cqs,
       ::cortexpb::WriteResponse,
       &::distributor::Distributor::AsyncService::RequestPush>(builder, options,
                                                               "cortex_push");
-  for (int i = 0; i < cqs; ++i) cqs_.push_back(builder->AddCompletionQueue());
+  for (int i = 0; i < cqs; ++i) {
+    queues_.push_back(std::make_unique<Queue>());
+    queues_.back()->cq = builder->AddCompletionQueue();
+  }
 }
 
 AsyncCorpus::~AsyncCorpus() { Stop(); }
 
 void AsyncCorpus::Start(int pending, bool lines) {
   async_lines = lines;
-  for (auto& cq : cqs_) {
+  for (auto& queue : queues_) {
     for (auto& method : methods_) {
-      for (int i = 0; i < pending; ++i) method->Spawn(cq.get());
+      for (int i = 0; i < pending; ++i) method->Spawn(queue.get());
     }
-    threads_.emplace_back([cq = cq.get(), lines] {
+    threads_.emplace_back([cq = queue->cq.get(), lines] {
       void* tag = nullptr;
       bool ok = false;
       // NextTag: cq->Next, with the start of auto's window (async.h).
@@ -215,7 +223,11 @@ void AsyncCorpus::Start(int pending, bool lines) {
 void AsyncCorpus::Stop() {
   if (threads_.empty()) return;
   // The server is shut down: every pending request comes back !ok.
-  for (auto& cq : cqs_) cq->Shutdown();
+  for (auto& queue : queues_) {
+    std::lock_guard<std::mutex> lock(queue->mu);
+    queue->shut = true;
+    queue->cq->Shutdown();
+  }
   for (std::thread& t : threads_) t.join();
   threads_.clear();
 }

@@ -22,6 +22,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -52,6 +53,15 @@ class AsyncCorpus {
   void Stop();
 
   struct Method;  // one served method (corpus_async.cc)
+  // A completion queue. gRPC aborts the process when an operation starts on
+  // a queue after its Shutdown(), and a request that arrived as the server
+  // shut down can still come out of Next() after that (under load many
+  // do): operations start under `mu`, and none once `shut`.
+  struct Queue {
+    std::unique_ptr<grpc::ServerCompletionQueue> cq;
+    std::mutex mu;
+    bool shut = false;  // guarded by mu
+  };
 
  private:
   template <class AsyncSvc, class Req, class Resp, auto kRequest>
@@ -60,7 +70,7 @@ class AsyncCorpus {
            const char* corpus_name);
 
   std::vector<std::unique_ptr<grpc::Service>> services_;
-  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs_;
+  std::vector<std::unique_ptr<Queue>> queues_;
   std::vector<std::unique_ptr<Method>> methods_;
   std::vector<std::thread> threads_;
   InstallResult installed_;

@@ -14,16 +14,10 @@ stream_messages=5
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 
+source "$(dirname "$0")/wait_for_port.sh"
 "$server" --port=0 --mode="$mode" >"$out" 2>"$err" &
 pid=$!
-port=
-for _ in $(seq 1 600); do   # up to 60 s (sanitized builds start slowly)
-  port=$(sed -n 's/^listening on \([0-9][0-9]*\)$/\1/p' "$out")
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$err"; echo "server died"; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { kill "$pid"; echo "server did not listen"; exit 1; }
+wait_for_port "$pid" "$out" "$err"
 
 rc=0
 "$client" --target="127.0.0.1:$port" --calls=50 --concurrency=8 --scale=20 \
