@@ -70,12 +70,7 @@
 // Stats count a call when its messages are given back, so the messages of
 // requests still posted when the server shuts down (one per posted
 // RequestXxx, released with their CallData on the !ok tag) count too.
-// A complete server in this shape: examples/echo_async_server.cc. It also
-// shuts down safely under load, which gRPC's greeter does not: a request
-// that arrived before server->Shutdown() can still come out of Next()
-// after the queue's Shutdown(), and gRPC aborts the process if the next
-// RequestXxx (or a Finish) starts then; so both start under a per-queue
-// lock and not at all once the queue is shut down.
+// A complete server in this shape: examples/echo_async_server.cc.
 //
 // Thread safety: AsyncMethod is thread-safe (NewCall from any thread);
 // a CallMessages is used by one call at a time, like its CallData.
