@@ -16,18 +16,12 @@ server=$1 client=$2 mode=$3
 batches=5
 out=$(mktemp) err=$(mktemp) cout=$(mktemp)
 trap 'rm -f "$out" "$err" "$cout"' EXIT
+source "$(dirname "$0")/wait_for_port.sh"
 fail() { echo "FAIL ($mode): $*"; echo "--- server stderr"; cat "$err"; exit 1; }
 
 "$server" --port=0 --mode="$mode" >"$out" 2>"$err" &
 pid=$!
-port=
-for _ in $(seq 1 600); do   # up to 60 s (sanitized builds start slowly)
-  port=$(sed -n 's/^listening on \([0-9][0-9]*\)$/\1/p' "$out")
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || fail "server died"
-  sleep 0.1
-done
-[ -n "$port" ] || { kill "$pid"; fail "server did not listen"; }
+wait_for_port "$pid" "$out" "$err"
 
 rc=0
 "$client" --target="127.0.0.1:$port" --batches="$batches" --scale=20 \
