@@ -15,7 +15,8 @@ then x1.25 or faster while the server's core is far from busy) until a step
 fails the looser objective, then --bisect geometric bisections per
 objective between the highest pass and the lowest failure above it. Then
 one step at 50 % of plain's capacity at the fixed objective (plain's in
-the first round: one rate for every mode and round). Modes run interleaved (rotated each round),
+the first round: one rate for every mode and round), on a fresh server
+after a warm-up at that rate. Modes run interleaved (rotated each round),
 --rounds rounds; medians over rounds. Peak RSS per step: VmHWM after
 resetting it (/proc/PID/clear_refs) at the step's start; server CPU share
 from its CPU clock; the client's own CPU share from its getrusage.
@@ -359,6 +360,12 @@ def run_mode(args, target, mode, rnd, state):
         # capacity (plain runs first in round 0), so the column compares like with like.
         half = 0.5 * state["plain_fixed"][0] if state["plain_fixed"] else 0
         if half and args.half_load:
+            if getattr(args, "half_fresh", True):
+                # On a fresh server: the tail at half load should not carry
+                # what the confirmation near the cliff left (memory not yet
+                # given back, queues); its warm-up is at the half rate.
+                served.restart()
+                step(args, served.server, target, half, args.warmup_s, 0)
             h = step(args, served.server, target, half, args.step_s, args.step_warmup_s)
             log(f"  {tag}   half {half:8.1f}/s: p50 {h['p50_us'] / 1000:.2f} p99 {h['p99_us'] / 1000:.2f} ms "
                 f"failed {h['failed']}")
@@ -472,11 +479,13 @@ def summarize(results, modes):
     return rows
 
 
-def table(rows, title, objective_ms, half_first_plain=True, stall_cpu_share=0.0):
+def table(rows, title, objective_ms, half_first_plain=True, stall_cpu_share=0.0, half_fresh=False):
     half_rule = ("The 50 % step runs at half of plain's capacity in the run's first round, one rate for every "
                  "mode and round." if half_first_plain else
                  "The 50 % step runs at half of plain's median capacity measured so far in the run, so a round's "
                  "modes may run it at different rates (the json keeps each step's rate).")
+    half_rule += (" It runs on a fresh server after a warm-up at its rate." if half_fresh else
+                  " It runs on the server that has just run the confirmation at capacity.")
     stall_rule = (f" A step that failed with the server under {stall_cpu_share:g} of its core is run once more "
                   "on a fresh server (a stall, not the cliff, may have failed it), and the second result counts."
                   if stall_cpu_share else "")
@@ -672,6 +681,7 @@ def main():
         results = []
         stem = f"capacity_{name}_{args.api}"
         json_path = os.path.join(args.out, stem + ".json")
+        args.half_fresh = True
         run_args = dict(vars(args), half_first_plain=True)
         if args.resume and os.path.exists(json_path):
             # Earlier rounds (each run of this one held the lock for a round
@@ -683,6 +693,8 @@ def main():
                 run_args = kept.get("args", run_args)
             elif results and not kept.get("args", {}).get("half_first_plain"):
                 run_args["half_first_plain"] = False  # earlier rounds ran the older rule
+            if results and not args.table_only and not kept.get("args", {}).get("half_fresh"):
+                args.half_fresh = run_args["half_fresh"] = False  # nor ran the half step on a fresh server
             if results and not args.table_only and "stall_cpu_share" not in kept.get("args", {}):
                 args.stall_cpu_share = run_args["stall_cpu_share"] = 0  # nor re-ran stalled steps
             for r in sorted(results, key=lambda r: (r["round"], r["mode"] != "plain")):
@@ -700,7 +712,7 @@ def main():
         title = (f"{name} ({target[4] / 1024:.0f} KiB request), {args.api} API: capacity at p99 objectives, "
                  f"medians of {1 + max(r['round'] for r in results)} rounds ({args.step_s:g} s steps)")
         text = table(rows, title, args.objective_ms, run_args.get("half_first_plain", False),
-                     run_args.get("stall_cpu_share", 0))
+                     run_args.get("stall_cpu_share", 0), run_args.get("half_fresh", False))
         left_out = [f"{r['mode']} round {r['round']}" for r in results if unconfirmed_by_old_rule(r)]
         if left_out:
             text += ("\n\nLeft out of the medians (every confirmation try at one rate, each failed with the "
