@@ -3,7 +3,8 @@
 
 For each target (a corpus service, or the echo demo, on gRPC's callback,
 sync or async API) and each mode (plain gRPC; plain with mimalloc, tcmalloc
-or jemalloc preloaded; arenarpc's heap, arena, reuse, auto), the server
+or jemalloc preloaded; arenarpc's heap, arena, reuse, auto; MODE+MALLOC,
+e.g. auto+mimalloc, when named), the server
 (pinned to one core) is driven by arenarpc_capacity_client (pinned to the
 other: open loop, pre-serialized requests, latency from the intended send
 time) in short steps of a fixed rate, and the rate is stepped up until p99
@@ -338,7 +339,8 @@ def run_mode(args, target, mode, rnd, state):
         # also makes the client late).
         rate = result["cap_fixed"]
         starved_here = 0
-        for _ in range(4 if rate else 0):
+        tries = 4 if rate else 0
+        for i in range(tries):
             c = step(args, served.server, target, rate, args.step_s, args.step_warmup_s)
             log(f"  {tag}    cap {c['rate']:8.1f}/s: p50 {c['p50_us'] / 1000:.2f} p99 {c['p99_us'] / 1000:.2f} ms "
                 f"failed {c['failed']} peak {c['peak_rss_mib']:.0f} MiB (fresh server)")
@@ -347,6 +349,8 @@ def run_mode(args, target, mode, rnd, state):
                 result["at_cap"] = c
                 result["peak_rss_at_cap_mib"] = c["peak_rss_mib"]
                 break
+            if i == tries - 1 and (getattr(args, "half_fresh", True) or not args.half_load):
+                break  # no try follows, and the half step gets a server of its own
             served.restart()
             step(args, served.server, target, rate / 2, args.warmup_s / 2, 0)
             starved_here += client_starved(c)
@@ -358,7 +362,7 @@ def run_mode(args, target, mode, rnd, state):
             state["plain_fixed"].append(result["cap_confirmed"])
         # One rate for every mode and round: half of the run's first plain
         # capacity (plain runs first in round 0), so the column compares like with like.
-        half = 0.5 * state["plain_fixed"][0] if state["plain_fixed"] else 0
+        half = 0.5 * next((c for c in state["plain_fixed"] if c), 0)
         if half and args.half_load:
             if getattr(args, "half_fresh", True):
                 # On a fresh server: the tail at half load should not carry
@@ -527,7 +531,8 @@ def table(rows, title, objective_ms, half_first_plain=True, stall_cpu_share=0.0,
             f"| {r['steps_client_starved']}{f', {stalled}' if stall_cpu_share else ''} of "
             f"{r['steps'] + r['steps_client_starved'] + stalled} |")
     lines += ["", f"Capacity: the highest rate whose {objective_ms:g} ms objective held in the search and again "
-              "on a fresh server (else 10 % lower, up to 3 times); medians over rounds. CPU as a share of one "
+              "on a fresh server (else 10 % lower, up to 3 times; a try the client was starved in is repeated once "
+              "at its rate); medians over rounds. CPU as a share of one "
               "core over a step; waited: the share of the step the server's threads spent on a run queue "
               "(behind each other on its one core, or behind other work; other work on its core: the core's "
               "CPU less the server's, interrupts aside); CPU us/call: the server's CPU over the calls of the confirmed "
@@ -652,6 +657,7 @@ def main():
     if bad:
         sys.exit(f"--modes: unknown {bad}; any of {','.join(KNOWN)}")
     status = 0
+    stall_cpu_share = args.stall_cpu_share  # a resumed target's older rule must not reach the next
     for name in [t for t in args.targets.split(",") if t]:
         target = make_target(args, name)
         log(f"[capacity] {name} on the {args.api} API: {target[4]} B request, modes {','.join(modes)}, "
@@ -682,6 +688,7 @@ def main():
         stem = f"capacity_{name}_{args.api}"
         json_path = os.path.join(args.out, stem + ".json")
         args.half_fresh = True
+        args.stall_cpu_share = stall_cpu_share
         run_args = dict(vars(args), half_first_plain=True)
         if args.resume and os.path.exists(json_path):
             # Earlier rounds (each run of this one held the lock for a round
@@ -690,7 +697,7 @@ def main():
                 kept = json.load(f)
             results = [r for r in kept["results"] if r["mode"] in modes]
             if args.table_only:  # the json keeps the arguments its rounds ran with
-                run_args = kept.get("args", run_args)
+                run_args = kept.get("args", dict(run_args, half_first_plain=False, half_fresh=False))
             elif results and not kept.get("args", {}).get("half_first_plain"):
                 run_args["half_first_plain"] = False  # earlier rounds ran the older rule
             if results and not args.table_only and not kept.get("args", {}).get("half_fresh"):
@@ -698,6 +705,8 @@ def main():
             if results and not args.table_only and "stall_cpu_share" not in kept.get("args", {}):
                 args.stall_cpu_share = run_args["stall_cpu_share"] = 0  # nor re-ran stalled steps
             for r in sorted(results, key=lambda r: (r["round"], r["mode"] != "plain")):
+                if unconfirmed_by_old_rule(r):
+                    continue
                 state["caps"].setdefault(r["mode"], []).append(max(r["cap_rel"], r["cap_fixed"]))
                 if r["mode"] == "plain":
                     state["plain_fixed"].append(r["cap_confirmed"])
@@ -715,8 +724,8 @@ def main():
                      run_args.get("stall_cpu_share", 0), run_args.get("half_fresh", False))
         left_out = [f"{r['mode']} round {r['round']}" for r in results if unconfirmed_by_old_rule(r)]
         if left_out:
-            text += ("\n\nLeft out of the medians (every confirmation try at one rate, each failed with the "
-                     "client starved, before the rule that lowers the rate after a second such try): "
+            text += ("\n\nLeft out of the medians (a run before a second starved confirmation try lowered the "
+                     "rate: every try at one rate, none passed, no lower rate tried): "
                      + ", ".join(left_out) + ".")
         with open(json_path, "w") as f:
             json.dump({"target": name, "api": args.api, "request_bytes": target[4], "args": run_args,
