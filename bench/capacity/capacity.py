@@ -349,12 +349,12 @@ def run_mode(args, target, mode, rnd, state):
                 result["at_cap"] = c
                 result["peak_rss_at_cap_mib"] = c["peak_rss_mib"]
                 break
-            if i == tries - 1 and (getattr(args, "half_fresh", True) or not args.half_load):
+            if i == tries - 1 and (args.half_fresh or not args.half_load):
                 break  # no try follows, and the half step gets a server of its own
             served.restart()
             step(args, served.server, target, rate / 2, args.warmup_s / 2, 0)
-            starved_here += client_starved(c)
-            if not client_starved(c) or starved_here >= 2:
+            starved_here = starved_here + 1 if client_starved(c) else 0
+            if starved_here != 1:  # not starved, or starved a second time here
                 rate /= 1.1
                 starved_here = 0
         result["cap_confirmed"] = result["at_cap"]["rate"] if "at_cap" in result else 0.0
@@ -364,7 +364,7 @@ def run_mode(args, target, mode, rnd, state):
         # capacity (plain runs first in round 0), so the column compares like with like.
         half = 0.5 * next((c for c in state["plain_fixed"] if c), 0)
         if half and args.half_load:
-            if getattr(args, "half_fresh", True):
+            if args.half_fresh:
                 # On a fresh server: the tail at half load should not carry
                 # what the confirmation near the cliff left (memory not yet
                 # given back, queues); its warm-up is at the half rate.
