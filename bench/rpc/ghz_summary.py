@@ -3,7 +3,7 @@
 
 ghz's --format=json report carries every call (~110 KB per 20 s round); the
 docs keep this summary instead (docs/raw/rpc/ghz_rounds.txt,
-docs/raw/corpus/ghz_rounds.txt). Percentiles are
+docs/raw/corpus/data.tar.xz:ghz_rounds.txt). Percentiles are
 rpc_common.percentile's (linear interpolation over the OK calls).
 
   python3 bench/rpc/ghz_summary.py REPORT.json... > ghz_rounds.txt
