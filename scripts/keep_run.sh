@@ -6,21 +6,25 @@
 # `raw/<experiment>/data.tar.xz:<member>`; scripts/check_figures.py reads
 # inside the archive).
 #
-#   bash scripts/keep_run.sh DIR [FILE...]
+#   bash scripts/keep_run.sh [--all] DIR [FILE...]
 #
 # DIR: the run's folder, docs/raw/<experiment>/ or a folder under it.
 # FILE...: the files that stay plain (paths relative to DIR), the summary
 # the docs link to; default DIR/summary.md if there is one. Scripts (*.sh,
-# *.py) stay plain as well, so a run's command stays runnable. Every other
-# file under DIR goes into the archive, added to what it holds (a member of
-# the same path is replaced). The archive is written the same way every time
+# *.py) stay plain as well, so a run's command stays runnable, and so do the
+# files git already tracks there (the kept summaries of earlier runs) unless
+# --all is given. Every other file under DIR (a new run's output) goes into
+# the archive, added to what it holds (a member of the same path is
+# replaced). The archive is written the same way every time
 # (GNU tar, sorted names, mtime 0, owner 0, xz), extracted again and compared
 # with what went in, each packed file by sha256; only then are the files
 # removed (and from git's index, if tracked) and the archive `git add`ed.
 # Then cite what the figures need in docs/raw/FIGURES.md and run
 # scripts/check_figures.py.
 set -euo pipefail
-usage() { echo "usage: $0 DIR [FILE...]   (DIR under docs/raw/<experiment>/)" >&2; exit 2; }
+usage() { echo "usage: $0 [--all] DIR [FILE...]   (DIR under docs/raw/<experiment>/)" >&2; exit 2; }
+all=0
+if [ "${1:-}" = --all ]; then all=1; shift; fi
 [ $# -ge 1 ] || usage
 root="$(cd "$(dirname "$0")/.." && pwd)"
 raw="$root/docs/raw"
@@ -45,6 +49,9 @@ for f in "$@"; do
   [ -f "$dir/$f" ] || { echo "keep_run: no file $dir/$f to keep" >&2; exit 2; }
 done
 printf '%s\n' "$@" > "$tmp/keep"
+if [ "$all" = 0 ]; then
+  (cd "$dir" && git ls-files -- .) >> "$tmp/keep"
+fi
 (cd "$dir" && find . -type f ! -name '*.sh' ! -name '*.py' ! -path ./data.tar.xz \
    -printf '%P\n') | LC_ALL=C sort | grep -vxF -f "$tmp/keep" > "$tmp/pack" || true
 if [ ! -s "$tmp/pack" ]; then
