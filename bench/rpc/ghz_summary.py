@@ -2,7 +2,7 @@
 """One line per ghz JSON report: the figures quoted from it, as small text.
 
 ghz's --format=json report carries every call (~110 KB per 20 s round); the
-docs keep this summary instead (docs/raw/rpc/ghz_rounds.txt,
+docs keep this summary instead (docs/raw/rpc/data.tar.xz:ghz_rounds.txt,
 docs/raw/corpus/data.tar.xz:ghz_rounds.txt). Percentiles are
 rpc_common.percentile's (linear interpolation over the OK calls).
 
