@@ -28,4 +28,18 @@ std::string_view AllocationModeName(AllocationMode mode) {
   return "unknown";
 }
 
+const char* DecisionSourceName(DecisionSource source) {
+  switch (source) {
+    case DecisionSource::kLearned:
+      return "learned";
+    case DecisionSource::kPrior:
+      return "prior";
+    case DecisionSource::kLoaded:
+      return "loaded";
+    case DecisionSource::kNone:
+      break;
+  }
+  return "none";
+}
+
 }  // namespace arenarpc

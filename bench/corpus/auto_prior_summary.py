@@ -21,7 +21,9 @@ import re
 import sys
 
 SETTLE = re.compile(r"after (\d+) samples (\d+) calls ([\d.]+) s; (\d+) decisions")
-LEARN = re.compile(r"(\d+) timed calls, (\d+) lost, (?:(\d+) failed, )?(\d+) side samples(, fell back)?")
+# Older runs also name side samples and a fall-back to the side thread.
+LEARN = re.compile(r"(\d+) timed calls, (\d+) lost, (?:(\d+) failed)?(?:, (\d+) side samples)?"
+                   r"(, fell back|.*, untimed)?")
 
 
 def main():
@@ -80,7 +82,7 @@ def main():
                              f"{m.group(4)} decisions)" for m in settles if m)
             learn = [LEARN.search(l) for l in r.get("auto_log", []) if l.startswith("settle: ")]
             calls = "; ".join(f"{m.group(1)} timed, {m.group(2)} lost, {m.group(3) or 0} failed, "
-                              f"{m.group(4)} side" + (", fell back" if m.group(5) else "")
+                              f"{m.group(4) or 0} side" + (m.group(5) and ", stopped" or "")
                               for m in learn if m)
             # Against the mode it ran in, round by round (the same round's
             # run of that fixed mode): what is left once rounds drift.

@@ -43,16 +43,9 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     "arena": ("arena", None, []),
     "reuse": ("reuse", None, []),
     "auto": ("auto", None, []),
-    # auto with each learner named (ServerOptions::automatic.learn).
-    "auto+real": ("auto", None, ["--auto_learn=real"]),
-    "auto+side": ("auto", None, ["--auto_learn=side"]),
     # --api async without the user's lines (plain cq->Next, no Arrived /
-    # Answered): auto learns on the side thread, as async did before them.
+    # Answered): auto stays on arena.
     "auto+nolines": ("auto", None, ["--async_lines=false"]),
-    # auto with and without the confirmation by the process's CPU
-    # (AutoOptions::confirm; within 15 %).
-    "auto+confirm": ("auto", None, ["--auto_confirm_within=0.15"]),
-    "auto+noconfirm": ("auto", None, ["--auto_confirm_within=0"]),
     # auto without the prior by message size (AutoOptions::prior.min_bytes 0:
     # heap measured on every method, as before the prior).
     "auto+noprior": ("auto", None, ["--auto_prior_min_bytes=0"]),

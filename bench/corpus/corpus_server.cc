@@ -83,14 +83,6 @@ ABSL_FLAG(
 ABSL_FLAG(int, capture_max_files, 200, "shadow measurement: files per method");
 ABSL_FLAG(uint64_t, capture_max_bytes, uint64_t{64} << 20,
           "shadow measurement: bytes per method");
-ABSL_FLAG(std::string, auto_learn, "",
-          "--mode=auto: learn on the real calls (real; sync API) or by "
-          "re-parsing copies on a side thread (side); empty: the default");
-ABSL_FLAG(double, auto_confirm_within, -1,
-          "--mode=auto, real calls: confirm a decision by the process's CPU "
-          "when a rival is within this share (0: off; -1: the default)");
-ABSL_FLAG(int, auto_confirm_pairs, 0,
-          "--mode=auto: epoch pairs of a confirmation (0: the default)");
 ABSL_FLAG(double, auto_prior_min_bytes, -1,
           "--mode=auto: AutoOptions::prior.min_bytes (0: the prior off; -1: "
           "the default)");
@@ -398,29 +390,11 @@ int main(int argc, char** argv) {
     options->shadow.capture_dir = absl::GetFlag(FLAGS_capture_dir);
     options->shadow.capture_max_files = absl::GetFlag(FLAGS_capture_max_files);
     options->shadow.capture_max_bytes = absl::GetFlag(FLAGS_capture_max_bytes);
-    if (absl::GetFlag(FLAGS_auto_confirm_within) >= 0) {
-      options->automatic.confirm.within =
-          absl::GetFlag(FLAGS_auto_confirm_within);
-    }
-    if (absl::GetFlag(FLAGS_auto_confirm_pairs) > 0) {
-      options->automatic.confirm.pairs =
-          absl::GetFlag(FLAGS_auto_confirm_pairs);
-    }
     if (absl::GetFlag(FLAGS_auto_prior_min_bytes) >= 0) {
       options->automatic.prior.min_bytes =
           absl::GetFlag(FLAGS_auto_prior_min_bytes);
     }
     options->automatic.decisions_path = absl::GetFlag(FLAGS_auto_decisions);
-    const std::string learn = absl::GetFlag(FLAGS_auto_learn);
-    if (learn == "real") {
-      options->automatic.learn = arenarpc::AutoLearning::kRealCalls;
-    } else if (learn == "side") {
-      options->automatic.learn = arenarpc::AutoLearning::kSideThread;
-    } else if (!learn.empty()) {
-      std::fprintf(stderr, "--auto_learn: real or side, not %s\n",
-                   learn.c_str());
-      return 2;
-    }
   }
   std::unique_ptr<arenarpc::corpus::AsyncCorpus> async;
   if (api == "async") {
@@ -505,10 +479,11 @@ int main(int argc, char** argv) {
     const double process_s = static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
     const arenarpc::MeasuringCost c = arenarpc::GetMeasuringCost();
     std::fprintf(stderr,
-                 "measuring cost: thread %.6f s sampling %.6f s process %.6f s "
-                 "share %.4f\n",
-                 c.thread_cpu_s, c.sampling_cpu_s, process_s,
-                 (c.thread_cpu_s + c.sampling_cpu_s) / process_s);
+                 "measuring cost: thread %.6f s sampling %.6f s learning %.6f "
+                 "s process %.6f s share %.4f\n",
+                 c.thread_cpu_s, c.sampling_cpu_s, c.learning_cpu_s, process_s,
+                 (c.thread_cpu_s + c.sampling_cpu_s + c.learning_cpu_s) /
+                     process_s);
   }
   for (const arenarpc::MeasuredMethodStats& m :
        arenarpc::GetMeasuredMethodStats()) {
@@ -534,26 +509,17 @@ int main(int argc, char** argv) {
                    static_cast<unsigned long long>(m.prior_decisions));
       std::fprintf(stderr,
                    "settle: %s after %llu samples %llu calls %.2f s; "
-                   "%llu decisions, %llu modes dropped; %llu timed calls, "
-                   "%llu lost, %llu failed, %llu side samples%s, %llu "
-                   "warming; %llu "
-                   "confirmations "
-                   "(%llu switched; first ended %.2f s; last rival/chosen "
-                   "%.3f t %.2f)\n",
+                   "%llu decisions; %llu timed calls, %llu lost, %llu failed, "
+                   "%llu warming%s\n",
                    m.method.c_str(),
-                   static_cast<unsigned long long>(m.settle_samples),
+                   static_cast<unsigned long long>(m.settle_calls),
                    static_cast<unsigned long long>(m.settle_calls), m.settle_s,
                    static_cast<unsigned long long>(m.decisions),
-                   static_cast<unsigned long long>(m.dropped_modes),
                    static_cast<unsigned long long>(m.timed_calls),
                    static_cast<unsigned long long>(m.lost_calls),
                    static_cast<unsigned long long>(m.failed_calls),
-                   static_cast<unsigned long long>(m.side_samples),
-                   m.callback_fallback ? ", fell back to the side thread" : "",
                    static_cast<unsigned long long>(m.warming_calls),
-                   static_cast<unsigned long long>(m.confirmations),
-                   static_cast<unsigned long long>(m.confirm_switches),
-                   m.confirmed_s, m.confirm_ratio, m.confirm_t);
+                   m.untimed ? ", untimed" : "");
     }
   }
   return 0;

@@ -70,11 +70,12 @@ void Line(FILE* out, double t) {
                static_cast<unsigned long long>(grpc.modes[1].calls),
                static_cast<unsigned long long>(grpc.modes[2].calls));
   for (const AutoMethodStats& m : GetAutoMethodStats()) {
-    if (m.samples == 0) continue;
+    if (m.timed_calls == 0) continue;
     std::fprintf(out, "  %s %s %d %llu %llu", m.method.c_str(),
                  std::string(AllocationModeName(m.mode)).c_str(),
-                 m.settled ? 1 : 0, static_cast<unsigned long long>(m.samples),
-                 static_cast<unsigned long long>(m.dropped_modes));
+                 m.settled ? 1 : 0,
+                 static_cast<unsigned long long>(m.timed_calls),
+                 static_cast<unsigned long long>(m.decisions));
   }
   std::fputc('\n', out);
   std::fflush(out);
@@ -90,8 +91,8 @@ bool StartMemoryTrace(int period_ms, const std::string& path) {
                "malloc_used_kib malloc_free_kib malloc_mmap_kib  "
                "pages_held_kib pages_in_use pages_cached pages_depot "
                "arenas_idle  pool_idle pool_retained_kib  calls_heap "
-               "calls_arena calls_reuse  [method mode settled samples "
-               "dropped_modes]...\n");
+               "calls_arena calls_reuse  [method mode settled timed_calls "
+               "decisions]...\n");
   const auto start = std::chrono::steady_clock::now();
   std::thread([out, period_ms, start] {
     for (;;) {

@@ -26,6 +26,13 @@ inline constexpr int kNumAllocationModes = 3;
 absl::StatusOr<AllocationMode> ParseAllocationMode(std::string_view name);
 std::string_view AllocationModeName(AllocationMode mode);
 
+// Where kAuto's running decision came from: learned with every mode
+// measured, learned with heap held out by the size prior, loaded from a
+// decisions file; kNone before the first.
+enum class DecisionSource { kNone = 0, kLearned, kPrior, kLoaded };
+// "none", "learned", "prior", "loaded".
+const char* DecisionSourceName(DecisionSource source);
+
 }  // namespace arenarpc
 
 #endif  // ARENARPC_ALLOCATION_MODE_H_

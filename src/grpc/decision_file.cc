@@ -29,7 +29,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/stubs/common.h"
 #include "google/protobuf/util/json_util.h"
-#include "src/internal/background_thread.h"
+#include "src/internal/background.h"
 
 namespace arenarpc::internal {
 namespace {
@@ -197,27 +197,29 @@ class Store {
   std::string save_path ABSL_GUARDED_BY(mu);
   std::map<std::string, LoadedFile> files_ ABSL_GUARDED_BY(mu);
   bool dirty ABSL_GUARDED_BY(mu) = false;
-  bool writer_started ABSL_GUARDED_BY(mu) = false;
-  CondVar cv;
+  bool saving ABSL_GUARDED_BY(mu) = false;  // the background tick is added
+  double last_save_s ABSL_GUARDED_BY(mu) = -1;
 };
 
-void RunWriter() {
+// The background thread's tick: saves at most once a second (decisions
+// come in bursts at start-up).
+void SaveTick() {
   Store& s = Store::Get();
-  for (;;) {
-    std::string path;
-    {
-      MutexLock lock(&s.mu);
-      while (!s.dirty) s.cv.Wait(&s.mu);
-      s.dirty = false;
-      path = s.save_path;
-    }
-    const absl::Status st = SaveAutoDecisions(path);
-    if (!st.ok()) {
-      std::fprintf(stderr, "arenarpc: saving auto decisions to %s: %s\n",
-                   path.c_str(), st.ToString().c_str());
-    }
-    // At most one write a second: decisions come in bursts at start-up.
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::string path;
+  {
+    MutexLock lock(&s.mu);
+    const double now = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count();
+    if (!s.dirty || now - s.last_save_s < 1) return;
+    s.dirty = false;
+    s.last_save_s = now;
+    path = s.save_path;
+  }
+  const absl::Status st = SaveAutoDecisions(path);
+  if (!st.ok()) {
+    std::fprintf(stderr, "arenarpc: saving auto decisions to %s: %s\n",
+                 path.c_str(), st.ToString().c_str());
   }
 }
 
@@ -378,11 +380,21 @@ void DecisionSettled() {
   MutexLock lock(&s.mu);
   if (s.save_path.empty()) return;
   s.dirty = true;
-  if (!s.writer_started) {
-    s.writer_started = true;
-    if (!StartBackgroundThread("auto decisions", RunWriter)) return;
+  if (!s.saving) {
+    s.saving = true;
+    AddBackgroundTick(SaveTick);
   }
-  s.cv.Signal();
+}
+
+DecisionEntry IdentityOf(const std::string& method, const Descriptor* request,
+                         const Descriptor* response) {
+  DecisionEntry id;
+  id.method = method;
+  id.request_type = std::string(request->full_name());
+  id.response_type = std::string(response->full_name());
+  id.schema = SchemaFingerprint(request, response);
+  id.protobuf = ProtobufVersion();
+  return id;
 }
 
 }  // namespace arenarpc::internal

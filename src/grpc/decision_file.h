@@ -1,7 +1,7 @@
 // kAuto's decisions file (arenarpc/grpc/auto_decisions.h): the entries,
 // their JSON, the schema fingerprint, and the process's store of loaded
 // files and the path decisions are saved to. Used by
-// src/grpc/method_meter.cc (at install, on settling) and by the explicit
+// src/grpc/auto_method.cc (at install, on settling) and by the explicit
 // calls.
 //
 // Thread safety: every function may be called from any thread.
@@ -19,7 +19,6 @@
 
 #include "absl/status/statusor.h"
 #include "arenarpc/allocation_mode.h"
-#include "arenarpc/mode_chooser.h"
 
 namespace arenarpc::internal {
 
@@ -71,11 +70,16 @@ std::string Mismatch(const DecisionEntry& entry, const DecisionEntry& id);
 std::optional<DecisionEntry> DecisionAtInstall(const std::string& path,
                                                bool save,
                                                const DecisionEntry& id);
+// An installed method's identity (mode and costs left empty).
+DecisionEntry IdentityOf(const std::string& method,
+                         const google::protobuf::Descriptor* request,
+                         const google::protobuf::Descriptor* response);
+
 // A method settled a decision: saved to the install's path (if any) off
 // the call path, at most once a second.
 void DecisionSettled();
 
-// Implemented in src/grpc/method_meter.cc: every kAuto method's identity
+// Implemented in src/grpc/auto_method.cc: every kAuto method's identity
 // and decision (source kNone: none yet), and starting one settled.
 std::vector<DecisionEntry> AutoMethodDecisions();
 bool LoadAutoMethodDecision(const DecisionEntry& entry);

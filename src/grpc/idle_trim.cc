@@ -1,8 +1,7 @@
 // Idle trimming and the pooled-memory cap of the gRPC adapters
 // (ServerOptions::idle_trim, ServerOptions::max_pooled_bytes).
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <stdlib.h>  // defines __GLIBC__ for the test below
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -10,21 +9,19 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "arenarpc/arena.h"
 #include "arenarpc/grpc/internal/counters.h"
-#include "arenarpc/grpc/internal/method_meter.h"
 #include "arenarpc/grpc/server_options.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/grpc/stream.h"
 #include "arenarpc/grpc/streaming.h"
 #include "arenarpc/internal/mutex.h"
 #include "arenarpc/page_pool.h"
-#include "src/internal/background_thread.h"
+#include "src/internal/background.h"
 
 namespace arenarpc {
 namespace internal {
@@ -36,6 +33,8 @@ std::atomic<uint64_t> over_cap_calls{0};
 std::atomic<uint64_t> idle_trims{0};
 std::atomic<uint64_t> cap_trims{0};
 
+// Runs on the background thread (src/internal/background.h): a tick every
+// 100 ms, and a cap trim posted when a call finds the process over the cap.
 class Trimmer {
  public:
   using Clock = std::chrono::steady_clock;
@@ -44,39 +43,33 @@ class Trimmer {
     MutexLock lock(&mu_);
     pools_.emplace_back(trim, pool);
   }
-
   void Start(int idle_ms) {
     MutexLock lock(&mu_);
     if (idle_ms_ == 0 || idle_ms < idle_ms_) idle_ms_ = idle_ms;
-    StartThread();
-    cv_.Signal();
+    StartTicks();
   }
-
-  // Over the cap: trim the depots soon (at most every 100 ms), also when
-  // idle trimming is off.
+  // Over the cap: trim the depots soon, at most once a tick, also when idle
+  // trimming is off.
   void Wake() {
     if (wake_.exchange(true, std::memory_order_relaxed)) return;
-    MutexLock lock(&mu_);
-    StartThread();
-    cv_.Signal();
+    {
+      MutexLock lock(&mu_);
+      StartTicks();
+    }
+    if (!PostBackground([this] { CapTrim(); })) {
+      wake_.store(false, std::memory_order_relaxed);
+    }
   }
-
-  // One pass of the trimming thread at `now`: the cap's trim if woken, the
-  // idle trim once calls and measuring stopped for idle_ms (again after
-  // any later activity). Returns true after a cap
-  // trim. Only the trimming thread runs it (or a test that started none).
+  // One tick at `now`: lets the next cap trim happen, and trims once calls
+  // and background work stopped for idle_ms (again after any later
+  // activity). Returns true if a cap trim happened since the last tick.
   bool Tick(Clock::time_point now) {
+    const bool cap_trimmed = cap_trimmed_.exchange(false);
+    wake_.store(false, std::memory_order_relaxed);
     int idle_ms;
     {
       MutexLock lock(&mu_);
       idle_ms = idle_ms_;
-    }
-    bool cap_trimmed = false;
-    if (wake_.load(std::memory_order_relaxed)) {
-      // Over the cap while serving: only caches idle for a second.
-      TrimPools(std::chrono::seconds(1));
-      cap_trims.fetch_add(1, std::memory_order_relaxed);
-      cap_trimmed = true;
     }
     if (idle_ms == 0) return cap_trimmed;
     const uint64_t now_active = Activity();
@@ -103,35 +96,31 @@ class Trimmer {
     trimmed_ = true;
     return cap_trimmed;
   }
-
-  // After a cap trim (and the pause that rate-limits them): Wake() may ask
-  // for the next.
-  void CapTrimDone() { wake_.store(false, std::memory_order_relaxed); }
+  // Over the cap while serving: only caches idle for a second.
+  void CapTrim() {
+    TrimPools(std::chrono::seconds(1));
+    cap_trims.fetch_add(1, std::memory_order_relaxed);
+    cap_trimmed_.store(true);
+  }
 
  private:
   // What changes while the server works: calls, streamed messages (a
   // server that only streams is not idle while they move), and the
-  // measuring thread's samples (it frees what it measured after the calls
-  // ended; trimming before it is done would leave that memory pooled and in
-  // the heap).
+  // background thread's tasks (shadow's samples free what they measured
+  // after the calls ended; trimming before that would leave it pooled).
   static uint64_t Activity() {
     const GrpcStats s = GetGrpcStats();
-    uint64_t n = MeasuringProgress();
+    uint64_t n = BackgroundProgress();
     for (const GrpcModeStats& m : s.modes) n += m.calls + m.in_flight;
     for (uint64_t m : GetStreamTotals().messages) n += m;
     n += GetStreamArenaTotals().messages;
     return n;
   }
-
-  // Lazily, from the first call that needs it (a gRPC call thread): if the
-  // thread cannot start, there is no background trimming (counted and
-  // logged once by StartBackgroundThread), and the call goes on.
-  void StartThread() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (started_) return;
-    started_ = true;
-    StartBackgroundThread("arenarpc idle trimming", [this] { Run(); });
+  void StartTicks() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (ticking_) return;
+    ticking_ = true;
+    AddBackgroundTick([this] { Tick(Clock::now()); });
   }
-
   // idle_for: how long a thread's caches must have gone unused to be freed.
   void TrimPools(std::chrono::milliseconds idle_for) {
     std::vector<std::pair<void (*)(void*, std::chrono::milliseconds), void*>>
@@ -150,33 +139,14 @@ class Trimmer {
     ReleaseIdleArenasAndPages(idle_for);
   }
 
-  void Run() {
-    // Below the server's threads: trimming must not delay calls.
-    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
-    for (;;) {
-      {
-        MutexLock lock(&mu_);
-        const Clock::time_point deadline =
-            Clock::now() + std::chrono::milliseconds(100);
-        while (!wake_.load(std::memory_order_relaxed) &&
-               cv_.WaitUntil(&mu_, deadline)) {
-        }
-      }
-      if (Tick(Clock::now())) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        CapTrimDone();
-      }
-    }
-  }
-
   Mutex mu_;
-  CondVar cv_;
   std::atomic<bool> wake_{false};
-  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> cap_trimmed_{false};
+  bool ticking_ ABSL_GUARDED_BY(mu_) = false;
   int idle_ms_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::pair<void (*)(void*, std::chrono::milliseconds), void*>>
       pools_ ABSL_GUARDED_BY(mu_);
-  // Tick()'s state: the trimming thread's alone.
+  // Tick()'s state: the background thread's alone.
   bool ticked_ = false;
   uint64_t last_ = 0;
   Clock::time_point last_change_;
@@ -196,9 +166,8 @@ void RegisterMessagePoolTrim(void (*trim)(void*, std::chrono::milliseconds),
 }
 
 bool IdleTrimTickForTesting(std::chrono::steady_clock::time_point now) {
-  const bool cap_trimmed = GetTrimmer().Tick(now);
-  if (cap_trimmed) GetTrimmer().CapTrimDone();
-  return cap_trimmed;
+  RunBackgroundOnce();  // a posted cap trim, if any
+  return GetTrimmer().Tick(now);
 }
 
 void ApplyServerLimits(const ServerOptions& options) {

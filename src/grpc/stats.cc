@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,7 +19,8 @@
 #include "arenarpc/internal/striped_counter.h"
 #include "arenarpc/metrics.h"
 #include "arenarpc/page_pool.h"
-#include "src/internal/background_thread.h"
+#include "src/grpc/measured_stats.h"
+#include "src/internal/background.h"
 #include "src/internal/bucket_percentile.h"
 #include "src/internal/prometheus_writer.h"
 
@@ -80,7 +82,7 @@ namespace {
 struct InstalledMethod {
   ServerApi api;
   AllocationMode installed;
-  const MethodMeter* meter;
+  const AutoMethod* automatic;
 };
 struct InstalledRegistry {
   Mutex mu;
@@ -94,21 +96,39 @@ InstalledRegistry& Installed() {
 }  // namespace
 
 void RecordInstalledMethod(std::string_view method, ServerApi api,
-                           AllocationMode installed, const MethodMeter* meter) {
+                           AllocationMode installed,
+                           const AutoMethod* automatic) {
   InstalledRegistry& r = Installed();
   MutexLock lock(&r.mu);
-  r.methods[std::string(method)] = {api, installed, meter};
+  r.methods[std::string(method)] = {api, installed, automatic};
 }
 
 MethodInstall Served(std::string_view method, ServerApi api,
-                     AllocationMode mode, const MethodMeter* meter) {
-  RecordInstalledMethod(method, api, mode, meter);
+                     AllocationMode mode, const AutoMethod* automatic) {
+  RecordInstalledMethod(method, api, mode, automatic);
   MethodInstall m;
   m.method = std::string(method);
   m.served = true;
   m.api = api;
   m.mode = mode;
   return m;
+}
+
+bool SameMeasuring(const ServerOptions& a, const ServerOptions& b) {
+  const AutoOptions& x = a.automatic;
+  const AutoOptions& y = b.automatic;
+  const ShadowOptions& u = a.shadow;
+  const ShadowOptions& v = b.shadow;
+  return x.max_cpu_share == y.max_cpu_share &&
+         x.recheck_after_s == y.recheck_after_s &&
+         x.prior.min_bytes == y.prior.min_bytes &&
+         x.prior.heap_ns_per_byte == y.prior.heap_ns_per_byte &&
+         x.decisions_path == y.decisions_path &&
+         x.save_decisions == y.save_decisions &&
+         u.sample_one_in == v.sample_one_in &&
+         u.max_cpu_share == v.max_cpu_share && u.capture_dir == v.capture_dir &&
+         u.capture_max_files == v.capture_max_files &&
+         u.capture_max_bytes == v.capture_max_bytes;
 }
 
 MethodInstall NotServed(std::string_view method, std::string reason,
@@ -122,6 +142,24 @@ MethodInstall NotServed(std::string_view method, std::string reason,
 
 }  // namespace internal
 
+std::vector<MeasuredMethodStats> GetMeasuredMethodStats() {
+  std::vector<MeasuredMethodStats> out = internal::AutoMethodsStats();
+  for (MeasuredMethodStats& m : internal::ShadowMethodStats()) {
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<AutoMethodStats> GetAutoMethodStats() {
+  return internal::AutoMethodsStats();
+}
+
+MeasuringCost GetMeasuringCost() {
+  return {internal::BackgroundCpuNs() / 1e9,
+          internal::ShadowSamplingCpuNs() / 1e9,
+          internal::AutoLearningCpuNs() / 1e9};
+}
+
 std::vector<ServedMethodStats> GetServedMethodStats() {
   std::vector<ServedMethodStats> out;
   internal::InstalledRegistry& r = internal::Installed();
@@ -131,7 +169,7 @@ std::vector<ServedMethodStats> GetServedMethodStats() {
     s.method = name;
     s.api = m.api;
     s.installed = m.installed;
-    s.mode = m.meter != nullptr ? m.meter->mode() : m.installed;
+    s.mode = m.automatic != nullptr ? m.automatic->mode() : m.installed;
     out.push_back(std::move(s));
   }
   return out;
@@ -167,9 +205,8 @@ GrpcStats GetGrpcStats() {
   s.over_cap_trims = internal::CapTrims();
   s.idle_trims = internal::IdleTrims();
   s.background_thread_failures = internal::BackgroundThreadFailures();
-  for (MeasuredMethodStats& m : GetMeasuredMethodStats()) {
-    (m.automatic ? s.auto_methods : s.shadow_methods).push_back(std::move(m));
-  }
+  s.auto_methods = internal::AutoMethodsStats();
+  s.shadow_methods = internal::ShadowMethodStats();
   s.measuring = GetMeasuringCost();
   s.methods = GetServedMethodStats();
   s.sync_parked = internal::ParkedHolders();
@@ -224,7 +261,9 @@ void RenderMeasured(Writer& w, std::string_view kind,
     }
   }
   w.Family(p + "cost_microseconds", "gauge",
-           "Measured parse + destroy of a call's messages, per mode.");
+           automatic ? "A call's CPU per mode (median of the timed calls)."
+                     : "Measured parse + destroy of a call's messages, per "
+                       "mode.");
   for (const MeasuredMethodStats& a : methods) {
     for (int m = 0; m < kNumAllocationModes; ++m) {
       w.Value(p + "cost_microseconds",
@@ -260,8 +299,9 @@ void RenderMeasured(Writer& w, std::string_view kind,
        &MeasuredMethodStats::captured},
   };
   static constexpr Counter kAutoCounters[] = {
-      {"timed_calls_total",
-       "Real calls timed in a mode and observed (kRealCalls).",
+      {"switches_total", "Decisions that changed the mode.",
+       &MeasuredMethodStats::switches},
+      {"timed_calls_total", "Calls timed in a mode and observed.",
        &MeasuredMethodStats::timed_calls},
       {"lost_calls_total",
        "Timed calls lost: a callback call that ended on another thread or "
@@ -273,17 +313,9 @@ void RenderMeasured(Writer& w, std::string_view kind,
       {"warming_calls_total",
        "Timed reuse calls on a new pooled instance (not observed).",
        &MeasuredMethodStats::warming_calls},
-      {"sized_requests_total",
-       "Timed callback or async calls whose request was walked for its size.",
-       &MeasuredMethodStats::sized_requests},
   };
-  for (const Counter& c : kCounters) {
-    w.Family(p + c.suffix, "counter", c.help);
-    for (const MeasuredMethodStats& a : methods)
-      w.Sample(p + c.suffix, method(a), a.*c.field);
-  }
-  if (!automatic) return;
-  for (const Counter& c : kAutoCounters) {
+  for (const Counter& c : automatic ? std::span<const Counter>(kAutoCounters)
+                                     : std::span<const Counter>(kCounters)) {
     w.Family(p + c.suffix, "counter", c.help);
     for (const MeasuredMethodStats& a : methods)
       w.Sample(p + c.suffix, method(a), a.*c.field);
@@ -352,18 +384,20 @@ std::string RenderPrometheusStats() {
        "Trims done after the server was idle for idle_trim.idle_ms.",
        gs.idle_trims},
       {"arenarpc_grpc_background_thread_failures_total",
-       "Background threads (idle trimming, measuring) that could not start.",
+       "Background threads that could not start.",
        gs.background_thread_failures}};
   for (const auto& c : trim_counters) w.One(c.name, "counter", c.help, c.value);
   if (!gs.auto_methods.empty() || !gs.shadow_methods.empty()) {
     w.Family(
         "arenarpc_grpc_measuring_cpu_seconds_total", "counter",
-        "CPU spent measuring (kAuto, shadow): the measuring thread, and call "
-        "threads serializing sampled calls.");
+        "CPU spent measuring: the background thread, call threads "
+        "serializing shadow's samples, kAuto's learning.");
     w.Value("arenarpc_grpc_measuring_cpu_seconds_total", "part=\"thread\"",
             gs.measuring.thread_cpu_s);
     w.Value("arenarpc_grpc_measuring_cpu_seconds_total", "part=\"sampling\"",
             gs.measuring.sampling_cpu_s);
+    w.Value("arenarpc_grpc_measuring_cpu_seconds_total", "part=\"learning\"",
+            gs.measuring.learning_cpu_s);
   }
   const StreamArenaTotals st = GetStreamArenaTotals();
   w.One("arenarpc_grpc_stream_arenas", "gauge", "StreamArenas alive.",

@@ -78,7 +78,7 @@ class AllocatorConcurrencyTest
 
 TEST_P(AllocatorConcurrencyTest, HoldersMadeAndReleasedOnDifferentThreads) {
   const AllocationMode mode = GetParam();
-  auto* allocator = GetMessageAllocator<Record, Record>(mode);
+  auto* allocator = DefaultMessageAllocator<Record, Record>(mode);
   ASSERT_NE(allocator, nullptr);
   const GrpcModeStats before = testing::ModeStats(mode);
   constexpr int kMakers = 2;
@@ -146,9 +146,9 @@ TEST_P(AllocatorConcurrencyTest, HoldersMadeAndReleasedOnDifferentThreads) {
   EXPECT_EQ(after.free_request_calls,
             before.free_request_calls + freed_early.load());
   if (mode == AllocationMode::kReuse) {
-    EXPECT_EQ(SharedMessagePool<Record>().Stats().in_use, 0u);
+    EXPECT_EQ(DefaultMessagePool<Record>().Stats().in_use, 0u);
     const uint64_t fresh =
-        SharedMessagePool<Record>().Stats().fresh_arena_returns;
+        DefaultMessagePool<Record>().Stats().fresh_arena_returns;
     if (!internal::kProto3SingularMessagesHaveHasbits) {
       // Before v23 Clear() deletes Record's proto3 singular `main`: a type
       // Clear() cannot keep whole, given a fresh arena per use.

@@ -44,11 +44,11 @@ class AllocatorTest : public ::testing::TestWithParam<AllocationMode> {};
 
 TEST_P(AllocatorTest, HolderLifecycleAndFreeRequest) {
   const AllocationMode mode = GetParam();
-  auto* allocator = GetMessageAllocator<EchoRequest, EchoResponse>(mode);
+  auto* allocator = DefaultMessageAllocator<EchoRequest, EchoResponse>(mode);
   ASSERT_NE(allocator, nullptr);
-  EXPECT_EQ(allocator, (GetMessageAllocator<EchoRequest, EchoResponse>(mode)));
+  EXPECT_EQ(allocator, (DefaultMessageAllocator<EchoRequest, EchoResponse>(mode)));
   const GrpcModeStats before = testing::ModeStats(mode);
-  const MessagePoolStats req_pool = SharedMessagePool<EchoRequest>().Stats();
+  const MessagePoolStats req_pool = DefaultMessagePool<EchoRequest>().Stats();
 
   auto* holder = allocator->AllocateMessages();
   // kAuto: learning on the real calls (a callback call, the default
@@ -81,7 +81,7 @@ TEST_P(AllocatorTest, HolderLifecycleAndFreeRequest) {
     EXPECT_EQ(holder->response()->GetArena(), nullptr);
   }
   if (concrete == AllocationMode::kReuse) {
-    EXPECT_EQ(SharedMessagePool<EchoRequest>().Stats().in_use,
+    EXPECT_EQ(DefaultMessagePool<EchoRequest>().Stats().in_use,
               req_pool.in_use + 1);
   }
   echo::BuildEchoRequest(20, 1, holder->request());
@@ -91,7 +91,7 @@ TEST_P(AllocatorTest, HolderLifecycleAndFreeRequest) {
   EXPECT_EQ(holder->request(), nullptr);
   holder->FreeRequest();  // twice is harmless
   if (concrete == AllocationMode::kReuse) {
-    EXPECT_EQ(SharedMessagePool<EchoRequest>().Stats().in_use, req_pool.in_use);
+    EXPECT_EQ(DefaultMessagePool<EchoRequest>().Stats().in_use, req_pool.in_use);
   }
   EXPECT_EQ(holder->response()->payload_size(), 200);
   holder->Release();
@@ -110,9 +110,9 @@ TEST_P(AllocatorTest, HolderLifecycleAndFreeRequest) {
 
 TEST_P(AllocatorTest, ReleaseWithoutFreeRequest) {
   const AllocationMode mode = GetParam();
-  auto* allocator = GetMessageAllocator<EchoRequest, EchoResponse>(mode);
+  auto* allocator = DefaultMessageAllocator<EchoRequest, EchoResponse>(mode);
   const uint64_t in_flight = InFlight(mode);
-  const uint64_t pool_in_use = SharedMessagePool<EchoResponse>().Stats().in_use;
+  const uint64_t pool_in_use = DefaultMessagePool<EchoResponse>().Stats().in_use;
   for (int i = 0; i < 50; ++i) {
     auto* holder = allocator->AllocateMessages();
     // A message left by a previous call never shows through.
@@ -125,7 +125,7 @@ TEST_P(AllocatorTest, ReleaseWithoutFreeRequest) {
     holder->Release();
   }
   EXPECT_EQ(InFlight(mode), in_flight);
-  EXPECT_EQ(SharedMessagePool<EchoResponse>().Stats().in_use, pool_in_use);
+  EXPECT_EQ(DefaultMessagePool<EchoResponse>().Stats().in_use, pool_in_use);
   if (mode == AllocationMode::kReuse) {
     EXPECT_GT(GetGrpcStats().reuse_hits, 0u);
   }
@@ -138,17 +138,17 @@ TEST_P(AllocatorTest, RequestDoneFreesTheRequestUncounted) {
   const AllocationMode mode = GetParam();
   const GrpcModeStats before = testing::ModeStats(mode);
   auto* holder = dynamic_cast<internal::CallHolder<EchoRequest, EchoResponse>*>(
-      GetMessageAllocator<EchoRequest, EchoResponse>(mode)->AllocateMessages());
+      DefaultMessageAllocator<EchoRequest, EchoResponse>(mode)->AllocateMessages());
   ASSERT_NE(holder, nullptr);
   const bool reuse =
       dynamic_cast<internal::ReuseHolder<EchoRequest, EchoResponse>*>(holder) !=
       nullptr;
-  const uint64_t in_use = SharedMessagePool<EchoRequest>().Stats().in_use;
+  const uint64_t in_use = DefaultMessagePool<EchoRequest>().Stats().in_use;
   echo::BuildEchoRequest(5, 1, holder->request());
   holder->RequestDone();
   EXPECT_EQ(holder->request(), nullptr);
   if (reuse) {
-    EXPECT_EQ(SharedMessagePool<EchoRequest>().Stats().in_use, in_use - 1);
+    EXPECT_EQ(DefaultMessagePool<EchoRequest>().Stats().in_use, in_use - 1);
   }
   holder->RequestDone();  // twice is harmless
   holder->Release();
@@ -193,7 +193,7 @@ TEST(PrometheusTest, DestroyedPoolLeavesTheStats) {
 TEST(PrometheusTest, RendersEveryFamilyWellFormed) {
   // Make sure there is something in each section.
   auto* holder =
-      GetMessageAllocator<EchoRequest, EchoResponse>(AllocationMode::kArena)
+      DefaultMessageAllocator<EchoRequest, EchoResponse>(AllocationMode::kArena)
           ->AllocateMessages();
   echo::BuildEchoRequest(5, 1, holder->request());
   holder->Release();

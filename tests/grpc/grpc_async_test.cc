@@ -149,8 +149,8 @@ class AsyncServerTest : public ::testing::TestWithParam<AllocationMode> {
     EXPECT_EQ(live_.load(), 0);  // every CallData deleted
     const GrpcStats s = GetGrpcStats();
     for (const GrpcModeStats& m : s.modes) EXPECT_EQ(m.in_flight, 0u);
-    EXPECT_EQ(SharedMessagePool<EchoRequest>().Stats().in_use, 0u);
-    EXPECT_EQ(SharedMessagePool<EchoResponse>().Stats().in_use, 0u);
+    EXPECT_EQ(DefaultMessagePool<EchoRequest>().Stats().in_use, 0u);
+    EXPECT_EQ(DefaultMessagePool<EchoResponse>().Stats().in_use, 0u);
   }
   void Shutdown() { queue_->Shutdown(std::chrono::milliseconds(100)); }
   grpc::Status Call(const EchoRequest& request, EchoResponse* response,

@@ -83,7 +83,7 @@ TEST_P(ConcurrencyTest, SixtyFourClientsVerified) {
   EXPECT_TRUE(testing::WaitFor([&] { return testing::InFlight(mode) == 0; }));
   if (mode == AllocationMode::kReuse) {
     EXPECT_GT(GetGrpcStats().reuse_hits, 0u);
-    EXPECT_EQ(SharedMessagePool<EchoRequest>().Stats().in_use, 0u);
+    EXPECT_EQ(DefaultMessagePool<EchoRequest>().Stats().in_use, 0u);
   }
 }
 

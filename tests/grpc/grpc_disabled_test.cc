@@ -20,7 +20,7 @@ TEST(DisabledBuildTest, EveryModeIsHeap) {
                            AllocationMode::kReuse}) {
     EXPECT_EQ(EffectiveAllocationMode(m), AllocationMode::kHeap);
     auto* holder =
-        GetMessageAllocator<Envelope, Envelope>(m)->AllocateMessages();
+        DefaultMessageAllocator<Envelope, Envelope>(m)->AllocateMessages();
     EXPECT_EQ(holder->request()->GetArena(), nullptr);
     holder->request()->set_id("3");
     holder->FreeRequest();

@@ -74,8 +74,8 @@ class EchoE2eTest
   }
 
   static uint64_t ReusePoolsInUse() {
-    return SharedMessagePool<EchoRequest>().Stats().in_use +
-           SharedMessagePool<EchoResponse>().Stats().in_use;
+    return DefaultMessagePool<EchoRequest>().Stats().in_use +
+           DefaultMessagePool<EchoResponse>().Stats().in_use;
   }
 
   // A blocking echo of scale `scale`; expects a verified response.

@@ -71,12 +71,12 @@ TEST_P(GrpcFaultTest, PagesRefusedCallsAreServedFromTheHeapAndServingGoesOn) {
     // Reuse keeps instances (each on its own arena) across calls: drop the
     // cached ones, so that the calls below need new arenas, whichever
     // gRPC thread serves them (else reuse may need no block at all).
-    SharedMessagePool<EchoRequest>().ReleaseIdleCaches(
+    DefaultMessagePool<EchoRequest>().ReleaseIdleCaches(
         std::chrono::milliseconds(0));
-    SharedMessagePool<EchoResponse>().ReleaseIdleCaches(
+    DefaultMessagePool<EchoResponse>().ReleaseIdleCaches(
         std::chrono::milliseconds(0));
-    SharedMessagePool<EchoRequest>().Trim();
-    SharedMessagePool<EchoResponse>().Trim();
+    DefaultMessagePool<EchoRequest>().Trim();
+    DefaultMessagePool<EchoResponse>().Trim();
     // Arena mode: the server threads' pooled arenas keep a page each, and
     // their page caches pages, enough for the calls below on a quiet
     // thread (no new block needed: seen in 4 of 10 runs alone): drop them.

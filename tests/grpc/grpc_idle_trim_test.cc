@@ -31,7 +31,7 @@ std::vector<Holder*> AllocateCalls(AllocationMode mode, int n) {
   std::vector<Holder*> holders;
   for (int i = 0; i < n; ++i) {
     holders.push_back(
-        GetMessageAllocator<Record, Record>(mode)->AllocateMessages());
+        DefaultMessageAllocator<Record, Record>(mode)->AllocateMessages());
     holders.back()->request()->set_title(std::string(1000, 'r'));
   }
   return holders;
@@ -94,18 +94,18 @@ TEST_F(IdleTrimTest, TrimsPoolsOnceCallsStop) {
   std::thread([] {
     for (Holder* h : AllocateCalls(AllocationMode::kReuse, 20)) h->Release();
   }).join();
-  ASSERT_GE(SharedMessagePool<Record>().Stats().idle, 20u);
+  ASSERT_GE(DefaultMessagePool<Record>().Stats().idle, 20u);
   ASSERT_GT(PagePool::Default().Stats().pages_in_depot, 0u);
 
   const Clock::time_point t0 = Clock::now();
   internal::IdleTrimTickForTesting(t0);  // sees the calls
   internal::IdleTrimTickForTesting(t0 + milliseconds(99));
   EXPECT_EQ(GetGrpcStats().idle_trims, 0u) << "trimmed before idle_ms";
-  EXPECT_GE(SharedMessagePool<Record>().Stats().idle, 20u);
+  EXPECT_GE(DefaultMessagePool<Record>().Stats().idle, 20u);
 
   internal::IdleTrimTickForTesting(t0 + milliseconds(100));
   EXPECT_EQ(GetGrpcStats().idle_trims, 1u);
-  EXPECT_EQ(SharedMessagePool<Record>().Stats().idle, 0u);
+  EXPECT_EQ(DefaultMessagePool<Record>().Stats().idle, 0u);
   EXPECT_EQ(PagePool::Default().Stats().pages_in_depot, 0u);
 
   // Once per idle period: no call since, no further trim.
@@ -244,7 +244,7 @@ TEST_F(IdleTrimTest, OffByDefault) {
   internal::IdleTrimTickForTesting(t0);
   internal::IdleTrimTickForTesting(t0 + std::chrono::hours(1));
   EXPECT_EQ(GetGrpcStats().idle_trims, 0u);
-  EXPECT_GE(SharedMessagePool<Record>().Stats().idle, 20u);
+  EXPECT_GE(DefaultMessagePool<Record>().Stats().idle, 20u);
 }
 
 // Background threads start lazily (here: the first install with idle
@@ -330,12 +330,12 @@ TEST_F(IdleTrimTest, CapRecoversOnceTheBurstsThreadsAreIdle) {
     }));
   }
   ASSERT_TRUE(internal::OverPooledCap());
-  ASSERT_GT(SharedMessagePool<Record>().Stats().idle, 0u);
+  ASSERT_GT(DefaultMessagePool<Record>().Stats().idle, 0u);
   const Clock::time_point t0 = Clock::now();
   internal::IdleTrimTickForTesting(t0);
   internal::IdleTrimTickForTesting(t0 + milliseconds(100));
   ASSERT_GE(GetGrpcStats().idle_trims, 1u);
-  EXPECT_EQ(SharedMessagePool<Record>().Stats().idle, 0u);
+  EXPECT_EQ(DefaultMessagePool<Record>().Stats().idle, 0u);
   EXPECT_LE(PagePool::Default().BytesHeld(), options.max_pooled_bytes);
   EXPECT_FALSE(internal::OverPooledCap()) << "the cap stayed tripped";
   // New calls are pooled again.

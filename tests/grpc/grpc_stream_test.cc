@@ -56,10 +56,10 @@ uint64_t ChunkBytes(const Chunk& c) { return c.ByteSizeLong(); }
 // Pages handed out now, after giving back what only caches hold (idle
 // pooled instances, idle arenas' first pages).
 uint64_t PagesInUseAtRest() {
-  SharedMessagePool<Chunk>().ReleaseIdleCaches(std::chrono::milliseconds(0));
-  SharedMessagePool<Chunk>().Trim();
-  SharedMessagePool<Summary>().ReleaseIdleCaches(std::chrono::milliseconds(0));
-  SharedMessagePool<Summary>().Trim();
+  DefaultMessagePool<Chunk>().ReleaseIdleCaches(std::chrono::milliseconds(0));
+  DefaultMessagePool<Chunk>().Trim();
+  DefaultMessagePool<Summary>().ReleaseIdleCaches(std::chrono::milliseconds(0));
+  DefaultMessagePool<Summary>().Trim();
   ReleaseIdleArenas(std::chrono::milliseconds(0));
   return PagePool::Default().Stats().pages_in_use;
 }

@@ -404,7 +404,7 @@ class InUseAtSend final : public grpc::experimental::Interceptor {
     if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::PRE_SEND_MESSAGE)) {
       g_requests_in_use_at_send =
-          static_cast<int64_t>(SharedMessagePool<EchoRequest>().Stats().in_use);
+          static_cast<int64_t>(DefaultMessagePool<EchoRequest>().Stats().in_use);
     }
     methods->Proceed();
   }
@@ -442,7 +442,7 @@ TEST(SyncMemoryTest, TheRequestIsFreedBeforeTheResponseIsSent) {
   ASSERT_NE(server, nullptr);
   auto stub = EchoService::NewStub(grpc::CreateChannel(
       "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
-  const uint64_t in_use = SharedMessagePool<EchoRequest>().Stats().in_use;
+  const uint64_t in_use = DefaultMessagePool<EchoRequest>().Stats().in_use;
   grpc::ClientContext context;
   EchoRequest request;
   echo::BuildEchoRequest(5, 1, &request);

@@ -22,13 +22,11 @@
 //    reactor's OnDone; sync API: once the response is sent).
 //  - kReuse: borrowed from process-wide MessagePool<T>s (DefaultMessagePool,
 //    one per message type) and returned cleared, the pool's guards applied.
-//  - kAuto: per method, one of the three above, picked by measuring: sync
-//    and callback calls (async ones with arenarpc/grpc/async.h's lines)
-//    served in turn in each mode and timed where they run (kRealCalls, the
-//    default), or a sampled few parsed again off the request path
-//    (kSideThread; async calls without the lines); starts on kArena.
-//    Choices and costs: GetGrpcStats().auto_methods and the Prometheus
-//    text (arenarpc/grpc/server_options.h, AutoLearning).
+//  - kAuto: per method, one of the three above, picked by measuring the
+//    method's own calls: a few are served in each mode and timed where they
+//    run (sync and callback calls; async ones with arenarpc/grpc/async.h's
+//    lines); starts on kArena. Choices and costs: GetGrpcStats().auto_methods
+//    and the Prometheus text (arenarpc/grpc/server_options.h, AutoOptions).
 // Over ServerOptions::max_pooled_bytes, kArena and kReuse (and kAuto's
 // picks) serve heap messages instead. The kill switch
 // (arenarpc/grpc/kill_switch.h) turns every mode into kHeap.
@@ -44,8 +42,9 @@
 // outlive the server). An install of kAuto, or with shadow measurement on,
 // makes one MeteredMessageAllocator per method and mode, also never
 // destroyed (install once per service, not once per call; installing the
-// same method and mode again reuses the first install's allocator, with its
-// shadow options). An allocator you make yourself must outlive the server.
+// same method and mode again reuses the first install's allocator, and is
+// refused if it asks for other options). An allocator you make yourself
+// must outlive the server.
 #ifndef ARENARPC_GRPC_ALLOCATORS_H_
 #define ARENARPC_GRPC_ALLOCATORS_H_
 
@@ -60,7 +59,8 @@
 #include "arenarpc/allocation_mode.h"
 #include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/internal/holders.h"
-#include "arenarpc/grpc/internal/method_meter.h"
+#include "arenarpc/grpc/internal/auto_call.h"
+#include "arenarpc/grpc/internal/shadow_meter.h"
 #include "arenarpc/grpc/kill_switch.h"
 #include "arenarpc/grpc/server_options.h"
 #include "arenarpc/message_pool.h"
@@ -164,65 +164,78 @@ class ReuseMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
   MessagePool<Resp>* const responses_;
 };
 
-// kAuto, or any mode with shadow measurement: each call in the meter's mode
-// (kAuto: the chooser's pick), a sampled few measured off the request path.
+// kAuto, or any mode with shadow measurement, per method: each call in the
+// method's mode (kAuto: the learner's, or a trial), a sampled few measured
+// off the request path (shadow).
 template <class Req, class Resp>
 class MeteredMessageAllocator final
     : public ::grpc::MessageAllocator<Req, Resp> {
  public:
   MeteredMessageAllocator(std::string name, const ServerOptions& options)
-      : meter_(std::move(name), options.mode, options.shadow,
-               &Req::default_instance(), &Resp::default_instance(),
-               options.automatic,
-               &internal::TrimDefaultMessagePools<Req, Resp>) {}
+      : options_(options),
+        auto_(options.mode != AllocationMode::kAuto
+                  ? nullptr
+                  : new internal::AutoMethod(
+                        name, options.automatic, Req::descriptor(),
+                        Resp::descriptor(),
+                        &internal::TrimDefaultMessagePools<Req, Resp>)),
+        shadow_(options.shadow.sample_one_in <= 0
+                    ? nullptr
+                    : new internal::ShadowMeter(
+                          std::move(name), options.mode, options.shadow,
+                          &Req::default_instance(), &Resp::default_instance(),
+                          auto_)) {}
 
-  const internal::MethodMeter& meter() const { return meter_; }
-  internal::MethodMeter& meter() { return meter_; }
+  const ServerOptions& options() const { return options_; }
+  // kAuto's learner and trials (null for a fixed mode): never destroyed.
+  internal::AutoMethod* automatic() const { return auto_; }
 
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
-    internal::MethodMeter::CallTiming timing;
-    return Allocate(internal::next_call_request_bytes, &timing, timing);
+    internal::CallTiming timing;
+    const double sync_bytes = internal::sync_request_bytes;
+    return Allocate(sync_bytes >= 0 ? internal::CallKind::kSync
+                                    : internal::CallKind::kCallback,
+                    sync_bytes, &timing);
   }
   // An async call's messages (arenarpc/grpc/async.h): its trial, if any, in
-  // `timing` (the clock started), for the caller to time.
-  ::grpc::MessageHolder<Req, Resp>* AllocateAsync(
-      internal::MethodMeter::CallTiming* timing) {
-    return Allocate(internal::kCallAsync, timing, {});
+  // `timing` (the clock started), for AsyncCall to time.
+  ::grpc::MessageHolder<Req, Resp>* AllocateAsync(internal::CallTiming* timing) {
+    return Allocate(internal::CallKind::kAsync, 0, timing);
   }
 
  private:
-  // `holder_timing`: what the holder times itself (*timing, or none; a
-  // reference, so it sees ModeForCall's writes to *timing).
-  ::grpc::MessageHolder<Req, Resp>* Allocate(
-      double request_bytes, internal::MethodMeter::CallTiming* timing,
-      const internal::MethodMeter::CallTiming& holder_timing) {
-    AllocationMode mode = meter_.ModeForCall(request_bytes, timing);
-    if (mode != AllocationMode::kHeap && internal::OverPooledCap()) {
+  ::grpc::MessageHolder<Req, Resp>* Allocate(internal::CallKind kind,
+                                             double request_bytes,
+                                             internal::CallTiming* timing) {
+    AllocationMode mode = options_.mode;
+    // Over the cap no trial is handed out: every call is a heap one.
+    if ((auto_ != nullptr || mode != AllocationMode::kHeap) &&
+        internal::OverPooledCap()) {
       mode = AllocationMode::kHeap;
-      timing->meter = nullptr;  // not the mode it was to be timed in
+    } else if (auto_ != nullptr) {
+      mode = auto_->ModeForCall(kind, request_bytes, timing);
     }
-    internal::MethodMeter* sampler =
-        meter_.ShouldSample(!meter_.LearnsOnCall(request_bytes)) ? &meter_
-                                                                 : nullptr;
+    internal::ShadowMeter* sampler =
+        shadow_ != nullptr && shadow_->ShouldSample() ? shadow_ : nullptr;
     internal::RecordAllocate(mode);
     switch (mode) {
       case AllocationMode::kArena:
-        return new internal::ArenaHolder<Req, Resp>(sampler, holder_timing);
+        return new internal::ArenaHolder<Req, Resp>(sampler, *timing);
       case AllocationMode::kReuse: {
         PooledMessage<Req> request = DefaultMessagePool<Req>().Acquire();
         PooledMessage<Resp> response = DefaultMessagePool<Resp>().Acquire();
-        // Before the holder copies holder_timing.
-        timing->new_instance =
-            request.new_instance() || response.new_instance();
+        timing->warming = request.new_instance() || response.new_instance();
         return new internal::ReuseHolder<Req, Resp>(
-            std::move(request), std::move(response), sampler, holder_timing);
+            std::move(request), std::move(response), sampler, *timing);
       }
       default:
-        return new internal::HeapHolder<Req, Resp>(sampler, holder_timing);
+        return new internal::HeapHolder<Req, Resp>(sampler, *timing);
     }
   }
 
-  internal::MethodMeter meter_;
+  const ServerOptions options_;
+  internal::AutoMethod* const auto_;
+  internal::ShadowMeter* const shadow_;
 };
 
 // The process-wide allocator of `mode` (after the kill switch) for
@@ -253,18 +266,6 @@ template <class Req, class Resp>
   }
   static auto* const a = new HeapMessageAllocator<Req, Resp>();
   return a;
-}
-
-// Deprecated names, removed in the next release (docs/CONTRIBUTING.md,
-// "Names"): SharedMessagePool is DefaultMessagePool, GetMessageAllocator is
-// DefaultMessageAllocator.
-template <class T>
-MessagePool<T>& SharedMessagePool() {
-  return DefaultMessagePool<T>();
-}
-template <class Req, class Resp>
-::grpc::MessageAllocator<Req, Resp>* GetMessageAllocator(AllocationMode mode) {
-  return DefaultMessageAllocator<Req, Resp>(mode);
 }
 
 }  // namespace arenarpc

@@ -50,8 +50,7 @@
 // arena until the CallData is destroyed (at most the largest accepted
 // message per failure; every mode is correct, only arena keeps them).
 //
-// kAuto learns on the real calls (AutoLearning::kRealCalls) with three
-// lines: NextTag for every Next() of the queue, Arrived() first on the
+// kAuto learns on the real calls with three lines: NextTag for every Next() of the queue, Arrived() first on the
 // request tag, Answered() right after Finish(). gRPC parses the request
 // inside the Next() that returns its tag and Finish() serializes the
 // response on the calling thread, so the call's CPU is that thread's from
@@ -62,10 +61,10 @@
 // between) and Answered() on that thread before its next Next(); other
 // calls' messages made or released inside the window (the next CallData)
 // are timed and left out. A call answered with a non-OK status
-// (Answered(status)) or not answered is not counted. If more than half of
-// a window of 32 trials is not counted, or without the lines, the method
-// learns on sampled copies on the measuring thread (kSideThread's way),
-// as it does before its first call with the lines.
+// (Answered(status)) or not answered is not counted. Without the lines the
+// method stays in its starting mode (arena, or a decisions file's); if
+// more than half of a window of 32 trials is not counted, it stops
+// learning where it is (logged once).
 //
 // Stats count a call when its messages are given back, so the messages of
 // requests still posted when the server shuts down (one per posted
@@ -168,14 +167,22 @@ class AsyncMethod {
  public:
   // `method`: "pkg.Service/Method", the method's gRPC name.
   AsyncMethod(std::string_view method, const ServerOptions& options) {
-    auto [allocator, meter] =
-        internal::AllocatorFor<Req, Resp>(options, method);
-    allocator_ = allocator;
-    if (meter != nullptr) {  // kAuto or shadow measurement: metered
-      metered_ = static_cast<MeteredMessageAllocator<Req, Resp>*>(allocator);
+    auto choice = internal::AllocatorFor<Req, Resp>(options, method);
+    if (choice.allocator == nullptr) {
+      // Refused (another install of the method, other options): heap, as
+      // gRPC serves it, and the report says why.
+      allocator_ = DefaultMessageAllocator<Req, Resp>(AllocationMode::kHeap);
+      report_ = internal::NotServed(method, std::move(choice.refused));
+      return;
+    }
+    allocator_ = choice.allocator;
+    if (auto* m = dynamic_cast<MeteredMessageAllocator<Req, Resp>*>(
+            choice.allocator)) {
+      metered_ = m;  // kAuto or shadow measurement
     }
     report_ = internal::Served(method, ServerApi::kAsync,
-                               EffectiveAllocationMode(options.mode), meter);
+                               EffectiveAllocationMode(options.mode),
+                               choice.automatic);
   }
   AsyncMethod(const AsyncMethod&) = delete;
   AsyncMethod& operator=(const AsyncMethod&) = delete;
@@ -189,14 +196,13 @@ class AsyncMethod {
     if (metered_ == nullptr) {
       call = CallMessages<Req, Resp>(allocator_->AllocateMessages());
     } else {
-      internal::MethodMeter::CallTiming timing;
+      internal::CallTiming timing;
       ::grpc::MessageHolder<Req, Resp>* holder =
           metered_->AllocateAsync(&timing);
+      const double made_at =
+          timing.method != nullptr ? internal::ThreadCpuNs() : 0;
       call = CallMessages<Req, Resp>(
-          holder, internal::AsyncCall(&metered_->meter(), timing,
-                                      timing.meter != nullptr
-                                          ? internal::MethodMeter::ThreadCpuNs()
-                                          : 0));
+          holder, internal::AsyncCall(metered_->automatic(), timing, made_at));
     }
     internal::AsyncExclusionEnd(excluded);
     return call;

@@ -51,25 +51,36 @@
 namespace arenarpc {
 namespace internal {
 
+// What AllocatorFor gives: the allocator, kAuto's method (null for a fixed
+// mode), or why the method cannot be served (`allocator` null).
+template <class Req, class Resp>
+struct AllocatorChoice {
+  ::grpc::MessageAllocator<Req, Resp>* allocator = nullptr;
+  const AutoMethod* automatic = nullptr;
+  std::string refused;
+};
+// Whether two installs ask for the same kAuto and shadow options.
+bool SameMeasuring(const ServerOptions& a, const ServerOptions& b);
+
 // A served method, for stats (src/grpc/stats.cc): its API, installed mode,
-// and, when measured, the meter whose mode() is the mode it runs in now.
+// and kAuto's method, whose mode() is the mode it runs in now.
 void RecordInstalledMethod(std::string_view method, ServerApi api,
-                           AllocationMode installed, const MethodMeter* meter);
+                           AllocationMode installed, const AutoMethod* automatic);
 
 // The allocator `options` gives Req/Resp under the name `method` (never
 // empty: "pkg.Service/Method", or TypePairName): for a
 // fixed mode a process-wide one per mode; for kAuto, or with shadow
 // measurement, one per method and mode, so each method is measured, chosen
-// for and labelled on its own (installing the same method again shares its
-// measurements).
+// for and labelled on its own (installing the same method again with the
+// same options shares them; with other options it is refused, loudly).
 template <class Req, class Resp>
-std::pair<::grpc::MessageAllocator<Req, Resp>*, const MethodMeter*>
-AllocatorFor(const ServerOptions& options, std::string_view method) {
+AllocatorChoice<Req, Resp> AllocatorFor(const ServerOptions& options,
+                                        std::string_view method) {
   const AllocationMode mode = EffectiveAllocationMode(options.mode);
   ApplyServerLimits(options);
   if ((mode != AllocationMode::kAuto && options.shadow.sample_one_in <= 0) ||
       ArenasDisabled()) {
-    return {DefaultMessageAllocator<Req, Resp>(mode), nullptr};
+    return {DefaultMessageAllocator<Req, Resp>(mode), nullptr, {}};
   }
   static Mutex mu;
   static auto* const allocators ABSL_PT_GUARDED_BY(mu) =
@@ -78,16 +89,20 @@ AllocatorFor(const ServerOptions& options, std::string_view method) {
   std::string name(method);
   MutexLock lock(&mu);
   auto& allocator = (*allocators)[{name, mode}];
+  ServerOptions o = options;
+  o.mode = mode;
   if (allocator == nullptr) {
-    ServerOptions o = options;
-    o.mode = mode;
     allocator = new MeteredMessageAllocator<Req, Resp>(std::move(name), o);
+  } else if (!SameMeasuring(allocator->options(), o)) {
+    return {nullptr, nullptr,
+            "installed before with other kAuto or shadow options (the first "
+            "install's stay)"};
   }
-  return {allocator, &allocator->meter()};
+  return {allocator, allocator->automatic(), {}};
 }
 
 MethodInstall Served(std::string_view method, ServerApi api,
-                     AllocationMode mode, const MethodMeter* meter);
+                     AllocationMode mode, const AutoMethod* automatic);
 MethodInstall NotServed(std::string_view method, std::string reason,
                         bool unary = true);
 
@@ -104,10 +119,14 @@ MethodInstall InstallCallbackMethod(
                 "the setter is not a member of this service");
   const std::string name = method.empty() ? internal::TypePairName<Req, Resp>()
                                           : std::string(method);
-  auto [allocator, meter] = internal::AllocatorFor<Req, Resp>(options, name);
-  (service->*setter)(allocator);
+  auto choice = internal::AllocatorFor<Req, Resp>(options, name);
+  if (choice.allocator == nullptr) {
+    return internal::NotServed(name, std::move(choice.refused));
+  }
+  (service->*setter)(choice.allocator);
   return internal::Served(name, ServerApi::kCallback,
-                          EffectiveAllocationMode(options.mode), meter);
+                          EffectiveAllocationMode(options.mode),
+                          choice.automatic);
 }
 
 // Serves the sync method kMethod (&Svc::Service::M) of `service` with
@@ -139,11 +158,15 @@ MethodInstall InstallSyncMethod(Service* service, const ServerOptions& options,
     return internal::NotServed(
         method, "its handler is not gRPC's generated sync handler");
   }
-  auto [allocator, meter] = internal::AllocatorFor<Req, Resp>(options, method);
+  auto choice = internal::AllocatorFor<Req, Resp>(options, method);
+  if (choice.allocator == nullptr) {
+    return internal::NotServed(method, std::move(choice.refused));
+  }
   slot.method->SetHandler(new internal::SyncUnaryHandler<kMethod>(
-      static_cast<Base*>(service), allocator));
+      static_cast<Base*>(service), choice.allocator));
   return internal::Served(method, ServerApi::kSync,
-                          EffectiveAllocationMode(options.mode), meter);
+                          EffectiveAllocationMode(options.mode),
+                          choice.automatic);
 }
 
 // Installs `options` on each given callback setter, e.g.

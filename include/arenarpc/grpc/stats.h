@@ -53,7 +53,6 @@
 #include "arenarpc/grpc/kill_switch.h"
 #include "arenarpc/message_pool.h"
 #include "arenarpc/metrics.h"  // GetMessagePoolStats, RegisterMessagePoolStats
-#include "arenarpc/mode_chooser.h"  // DecisionSource
 
 namespace arenarpc {
 
@@ -82,89 +81,61 @@ struct GrpcModeStats {
   uint64_t arena_bytes_p99 = 0;
 };
 
-// A measured method (kAuto, or shadow measurement): the costs per mode
-// (parse + destroy of request and response, measured on sampled calls off
-// the request path, smoothed), the mode running and the one that would be
-// cheaper.
+// A measured method: kAuto's (GrpcStats::auto_methods) or shadow
+// measurement's (GrpcStats::shadow_methods; a kAuto method with shadow on is
+// in both). Costs per mode in microseconds of CPU per call.
 struct MeasuredMethodStats {
   std::string method;      // "pkg.Service/Method", or "pkg.Req -> pkg.Resp"
-  bool automatic = false;  // kAuto: `mode` follows `recommended`
+  bool automatic = false;  // kAuto's entry
   AllocationMode mode = AllocationMode::kArena;          // calls run in it now
-  AllocationMode recommended = AllocationMode::kArena;   // surely cheapest
-  std::array<double, kNumAllocationModes> cost_us = {};  // by AllocationMode
-  // Estimated CPU saved per call by switching to `recommended`:
-  // cost_us[mode] - cost_us[recommended] (0 for kAuto, which switched).
+  AllocationMode recommended = AllocationMode::kArena;   // cheapest measured
+  std::array<double, kNumAllocationModes> cost_us = {};  // 0: not measured
+  uint64_t switches = 0;  // times the chosen (recommended) mode changed
+  // Shadow: the CPU per call switching to `recommended` would save, the
+  // sampled calls measured, samples not taken (queue full or busy, CPU
+  // share spent), sampled bytes that did not parse, requests captured.
   double saving_us = 0;
-  uint64_t samples = 0;    // sampled calls measured
-  uint64_t switches = 0;   // times `recommended` changed
-  uint64_t dropped = 0;    // samples not taken: queue full, busy, CPU budget
-  uint64_t malformed = 0;  // sampled bytes that did not parse
-  uint64_t captured = 0;   // sampled requests written to capture_dir
-  uint64_t capture_errors = 0;  // failed writes (capturing then stops)
-  // kAuto only: settled (not learning or re-checking now), decisions taken
-  // (the first and each re-check's), modes dropped early by the sequential
-  // test, and what the first decision took: samples, calls, seconds from
-  // the first sample (0 before it).
+  uint64_t samples = 0;
+  uint64_t dropped = 0;
+  uint64_t malformed = 0;
+  uint64_t captured = 0;
+  uint64_t capture_errors = 0;
+  // kAuto: not learning now; decisions taken (the first and each
+  // re-check's); the first decision's timed calls and seconds from its first
+  // timed call; where the running decision came from; decisions taken with
+  // heap held out by the prior.
   bool settled = false;
   uint64_t decisions = 0;
-  uint64_t dropped_modes = 0;
-  uint64_t settle_samples = 0;
   uint64_t settle_calls = 0;
   double settle_s = 0;
-  // kAuto, how it learned: calls timed on the real calls and observed
-  // (kRealCalls),
-  // timed calls lost (a callback call that ended on another thread than it
-  // began, or around another call's messages; an async call whose window
-  // was not its own: not observed, billed), timed calls that did not end
-  // OK (a sync call with a non-OK status or cancelled, an async call
-  // answered with a non-OK status or not answered: not observed, billed),
-  // and samples the measuring thread took. `callback_fallback`: its
-  // callback (or async) calls lost more than half of a window of 32
-  // trials, so it learns on the measuring thread from then on (logged
-  // once).
-  uint64_t timed_calls = 0;
-  uint64_t lost_calls = 0;
-  // Timed reuse calls whose message was a new instance (its pool still
-  // warming: such a call costs what a fresh arena does), left out of what
-  // the learner saw and handed out again, at most 32 a decision.
-  uint64_t warming_calls = 0;
-  // Of the timed calls (observed or warming), those of the callback or async
-  // API whose request was walked for its size (ByteSizeLong()); the others took
-  // the method's known request size (a method whose requests keep one size is
-  // sized on 1 timed call in 8).
-  uint64_t sized_requests = 0;
-  uint64_t failed_calls = 0;
-  uint64_t side_samples = 0;
-  bool callback_fallback = false;
-  // kAuto, kRealCalls with AutoOptions::confirm on: confirmations by the
-  // process's CPU finished and how many took the rival; the last one's
-  // rival / chosen process CPU per byte (geometric mean over its epoch
-  // pairs) and its t statistic; when the first ended (seconds from the
-  // first timed call; 0 before it).
-  uint64_t confirmations = 0;
-  uint64_t confirm_switches = 0;
-  double confirm_ratio = 0;
-  double confirm_t = 0;
-  double confirmed_s = 0;
-  // kAuto: where the running decision came from (learned with every mode
-  // measured, learned with heap held out by the prior, loaded from
-  // AutoOptions::decisions_path; kNone while the first is being learned),
-  // and the decisions taken with heap held out.
   DecisionSource decision_source = DecisionSource::kNone;
   uint64_t prior_decisions = 0;
+  // kAuto's trials: timed and observed; reuse calls on a new pooled
+  // instance (not observed: the pool warming, up to 32 a decision); lost
+  // (ended on another thread or around another call; async: outside its
+  // window); failed (not OK, cancelled, or never came). `untimed`: most of
+  // a window of 32 callback or async trials was lost, so the method stopped
+  // learning where it was (logged once).
+  uint64_t timed_calls = 0;
+  uint64_t warming_calls = 0;
+  uint64_t lost_calls = 0;
+  uint64_t failed_calls = 0;
+  bool untimed = false;
 };
 using AutoMethodStats = MeasuredMethodStats;
-// Every measured method; GetAutoMethodStats() only kAuto's.
+
+// kAuto's and shadow's methods; GetAutoMethodStats() only kAuto's.
 std::vector<MeasuredMethodStats> GetMeasuredMethodStats();
 std::vector<AutoMethodStats> GetAutoMethodStats();
 
-// What kAuto's and shadow measurement's measuring has cost the process so
-// far, in CPU seconds: the measuring thread, and the call threads
-// serializing sampled calls. Against the process's CPU time it is the
-// overhead of measuring.
+// What measuring has cost the process so far, in CPU seconds: the
+// background thread (shadow's parses, kAuto's memory releases, trims),
+// shadow's sampling on the call threads, and kAuto's learning (its
+// budget's bill: trials' excess over the cheapest mode, clock reads).
 struct MeasuringCost {
   double thread_cpu_s = 0;
   double sampling_cpu_s = 0;
+  double learning_cpu_s = 0;
 };
 MeasuringCost GetMeasuringCost();
 
@@ -193,9 +164,10 @@ struct GrpcStats {
   std::vector<ServedMethodStats> methods;  // every served method
   // Sync methods' calls between parsing and their handler now (0 at rest).
   uint64_t sync_parked = 0;
-  // Background threads (idle trimming, kAuto's and shadow measuring) that
-  // could not be started (e.g. the process at its thread limit): that work
-  // is then not done; calls are served as usual. Logged once to stderr.
+  // The background thread (idle trimming, kAuto's memory releases and
+  // decision saves, shadow measuring) could not be started (e.g. the
+  // process at its thread limit): that work is then not done; calls are
+  // served as usual. Logged once to stderr.
   uint64_t background_thread_failures = 0;
   std::vector<MeasuredMethodStats> auto_methods;    // kAuto's choices
   std::vector<MeasuredMethodStats> shadow_methods;  // shadow measurement

@@ -55,11 +55,11 @@
 //          pool's growth, garbage and age guards, so capacity follows
 //          recent messages and the per-thread cache hands the same instance
 //          back;
-//   auto   kAuto's chooser, per method: a sampled message of the stream
-//          (either direction) is serialized when released and parsed again
-//          in each mode on the measuring thread, within the same CPU budget
-//          as unary methods; each Next() uses the current pick. The
-//          method's costs are in GetGrpcStats().auto_methods under its name.
+//   auto   kAuto's learner, per method, as on unary methods: a few messages
+//          are served in each mode and timed from their Next() to their
+//          release (on one thread, with no other call's messages between),
+//          within the same CPU budget; each Next() uses the current pick.
+//          The method's costs are in GetGrpcStats().auto_methods.
 // The kill switch (grpc/kill_switch.h) makes every mode heap; over
 // ServerOptions::max_pooled_bytes a message is a heap one.
 //
@@ -123,27 +123,38 @@ void RecordStreamMessage(AllocationMode mode);
 void RecordStreamRelease(AllocationMode mode, uint64_t arena_bytes,
                          bool sampled);
 
-// The meter of stream method `name` (kAuto or shadow measurement), one per
-// name and mode, never destroyed; nullptr for a fixed mode.
+// A stream method's kAuto learner and shadow meter (each null when off),
+// one per name and mode, never destroyed.
+struct StreamMeters {
+  AutoMethod* automatic = nullptr;
+  ShadowMeter* shadow = nullptr;
+};
 template <class Req, class Resp>
-MethodMeter* StreamMeterFor(const ServerOptions& options,
-                            std::string_view name) {
+StreamMeters StreamMetersFor(const ServerOptions& options,
+                             std::string_view name) {
   const AllocationMode mode = EffectiveAllocationMode(options.mode);
   if ((mode != AllocationMode::kAuto && options.shadow.sample_one_in <= 0) ||
       ArenasDisabled()) {
-    return nullptr;
+    return {};
   }
   static Mutex mu;
   static auto* const meters ABSL_PT_GUARDED_BY(mu) =
-      new std::map<std::pair<std::string, AllocationMode>, MethodMeter*>();
+      new std::map<std::pair<std::string, AllocationMode>, StreamMeters>();
   MutexLock lock(&mu);
-  MethodMeter*& meter = (*meters)[{std::string(name), mode}];
-  if (meter == nullptr) {
-    meter = new MethodMeter(std::string(name), mode, options.shadow,
-                            &Req::default_instance(), &Resp::default_instance(),
-                            options.automatic);
+  StreamMeters& m = (*meters)[{std::string(name), mode}];
+  if (m.automatic == nullptr && m.shadow == nullptr) {
+    if (mode == AllocationMode::kAuto) {
+      m.automatic = new AutoMethod(std::string(name), options.automatic,
+                                   Req::descriptor(), Resp::descriptor(),
+                                   &TrimDefaultMessagePools<Req, Resp>);
+    }
+    if (options.shadow.sample_one_in > 0) {
+      m.shadow = new ShadowMeter(std::string(name), mode, options.shadow,
+                                 &Req::default_instance(),
+                                 &Resp::default_instance(), m.automatic);
+    }
   }
-  return meter;
+  return m;
 }
 }  // namespace internal
 
@@ -154,7 +165,7 @@ template <class T>
 class StreamMessages {
  public:
   StreamMessages(StreamMessages&& o) noexcept
-      : meter_(o.meter_),
+      : meters_(o.meters_),
         empty_response_(o.empty_response_),
         mode_(o.mode_),
         running_(o.running_),
@@ -166,6 +177,10 @@ class StreamMessages {
         messages_(o.messages_),
         peak_arena_bytes_(o.peak_arena_bytes_) {
     o.arena_.reset();
+    if (o.timed_.has_value()) {  // moved mid-message: its trial is dropped
+      o.timed_->Fail();
+      o.timed_.reset();
+    }
     internal::RecordStreamOpen();
   }
   StreamMessages& operator=(StreamMessages&&) = delete;
@@ -181,13 +196,19 @@ class StreamMessages {
   // pointer to pass to Read/StartRead, or to fill and Write/StartWrite.
   T* Next() {
     Release();
-    mode_ = meter_ != nullptr ? meter_->mode() : mode_;
-    if (mode_ != AllocationMode::kHeap && internal::OverPooledCap()) {
+    internal::CallTiming timing;
+    if ((meters_.automatic != nullptr || mode_ != AllocationMode::kHeap) &&
+        internal::OverPooledCap()) {
       running_ = AllocationMode::kHeap;
+    } else if (meters_.automatic != nullptr) {
+      // A streamed message is timed like a callback call: from here to its
+      // release at the next Next(), on one thread.
+      running_ = meters_.automatic->ModeForCall(internal::CallKind::kCallback,
+                                                0, &timing);
     } else {
       running_ = mode_;
     }
-    sampled_ = meter_ != nullptr && meter_->ShouldSample();
+    sampled_ = meters_.shadow != nullptr && meters_.shadow->ShouldSample();
     switch (running_) {
       case AllocationMode::kArena:
         arena_.emplace();
@@ -210,6 +231,7 @@ class StreamMessages {
         break;
     }
     if (running_ != AllocationMode::kHeap) heap_.reset();
+    if (timing.method != nullptr) timed_.emplace(timing);
     internal::RecordStreamMessage(running_);
     ++messages_;
     return message_;
@@ -220,6 +242,7 @@ class StreamMessages {
   void Release() {
     if (message_ == nullptr) return;
     if (sampled_) Sample();
+    if (timed_.has_value()) timed_->AtRelease(message_, T::default_instance());
     uint64_t bytes = 0;
     switch (running_) {
       case AllocationMode::kArena:
@@ -236,6 +259,7 @@ class StreamMessages {
     internal::RecordStreamRelease(running_, bytes, sampled_);
     message_ = nullptr;
     sampled_ = false;
+    timed_.reset();  // the trial ends with the release
   }
 
   T* get() const { return message_; }
@@ -254,9 +278,9 @@ class StreamMessages {
   friend class StreamMethod;
   // `empty_response`: the method's response prototype when these are its
   // requests (a sample is a request with an empty response), else null.
-  StreamMessages(AllocationMode mode, internal::MethodMeter* meter,
+  StreamMessages(AllocationMode mode, internal::StreamMeters meters,
                  const google::protobuf::Message* empty_response)
-      : meter_(meter),
+      : meters_(meters),
         empty_response_(empty_response),
         mode_(mode),
         running_(mode) {
@@ -269,22 +293,23 @@ class StreamMessages {
   // kAuto / shadow: the message's bytes go to the measuring thread, as the
   // request or the response of a call of the method.
   void Sample() {
-    const double start = internal::MethodMeter::ThreadCpuNs();
+    const double start = internal::ThreadCpuNs();
     if (incoming()) {
       internal::SampleBytes bytes = internal::SampleBytes::Of(*message_);
-      meter_->Submit(std::move(bytes), *empty_response_,
-                     internal::MethodMeter::ThreadCpuNs() - start);
+      meters_.shadow->Submit(std::move(bytes), *empty_response_,
+                             internal::ThreadCpuNs() - start);
     } else {
-      meter_->Submit(internal::SampleBytes(), *message_,
-                     internal::MethodMeter::ThreadCpuNs() - start);
+      meters_.shadow->Submit(internal::SampleBytes(), *message_,
+                             internal::ThreadCpuNs() - start);
     }
   }
 
-  internal::MethodMeter* meter_;
+  internal::StreamMeters meters_;
   const google::protobuf::Message* empty_response_;
   AllocationMode mode_;     // installed (kAuto: the last pick)
   AllocationMode running_;  // of the current message
   bool sampled_ = false;
+  std::optional<internal::TimedCall> timed_;  // kAuto's trial, if any
   T* message_ = nullptr;
   std::optional<ScopedArena> arena_;
   PooledMessage<T> pooled_;
@@ -307,9 +332,9 @@ class StreamMethod {
   StreamMethod(std::string_view method, const ServerOptions& options,
                ServerApi api = ServerApi::kSync)
       : mode_(EffectiveAllocationMode(options.mode)),
-        meter_(internal::StreamMeterFor<Req, Resp>(options, method)) {
+        meters_(internal::StreamMetersFor<Req, Resp>(options, method)) {
     internal::ApplyServerLimits(options);
-    report_ = internal::Served(method, api, mode_, meter_);
+    report_ = internal::Served(method, api, mode_, meters_.automatic);
     report_.unary = false;
   }
   StreamMethod(std::string_view method, AllocationMode mode,
@@ -320,17 +345,17 @@ class StreamMethod {
 
   // A stream's incoming (client-/bidi-streaming) messages.
   StreamMessages<Req> Requests() const {
-    return StreamMessages<Req>(mode_, meter_, &Resp::default_instance());
+    return StreamMessages<Req>(mode_, meters_, &Resp::default_instance());
   }
   // A stream's outgoing (server-/bidi-streaming) messages.
   StreamMessages<Resp> Responses() const {
-    return StreamMessages<Resp>(mode_, meter_, nullptr);
+    return StreamMessages<Resp>(mode_, meters_, nullptr);
   }
   const MethodInstall& report() const { return report_; }
 
  private:
   const AllocationMode mode_;
-  internal::MethodMeter* const meter_;
+  const internal::StreamMeters meters_;
   MethodInstall report_;
 };
 

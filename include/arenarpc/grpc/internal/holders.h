@@ -19,7 +19,8 @@
 #include "arenarpc/allocation_mode.h"
 #include "arenarpc/arena.h"
 #include "arenarpc/grpc/internal/counters.h"
-#include "arenarpc/grpc/internal/method_meter.h"
+#include "arenarpc/grpc/internal/auto_call.h"
+#include "arenarpc/grpc/internal/shadow_meter.h"
 #include "arenarpc/message_pool.h"
 
 namespace arenarpc::internal {
@@ -28,7 +29,7 @@ namespace arenarpc::internal {
 // done with the request once the handler returned (sync_handler.h), so it
 // frees it then, before the response is serialized, as gRPC's own sync
 // handler does; FreeRequest() without counting it as the handler's.
-// Timed(): kAuto times this call (kRealCalls); Failed(): it did not end OK,
+// Timed(): kAuto times this call (a trial); Failed(): it did not end OK,
 // so its time is not observed (TimedCall::Fail).
 template <class Req, class Resp>
 class CallHolder : public ::grpc::MessageHolder<Req, Resp> {
@@ -42,8 +43,8 @@ class CallHolder : public ::grpc::MessageHolder<Req, Resp> {
 template <class Req, class Resp>
 class HeapHolder final : public CallHolder<Req, Resp> {
  public:
-  explicit HeapHolder(MethodMeter* sampler,
-                      const MethodMeter::CallTiming& timing = {})
+  explicit HeapHolder(ShadowMeter* sampler,
+                      const CallTiming& timing = {})
       : timed_(timing), request_(std::in_place), sampled_(sampler) {
     this->set_request(&*request_);
     this->set_response(&response_);
@@ -79,8 +80,7 @@ class HeapHolder final : public CallHolder<Req, Resp> {
 template <class Req, class Resp>
 class ArenaHolder final : public CallHolder<Req, Resp> {
  public:
-  explicit ArenaHolder(MethodMeter* sampler,
-                       const MethodMeter::CallTiming& timing = {})
+  explicit ArenaHolder(ShadowMeter* sampler, const CallTiming& timing = {})
       : timed_(timing), request_arena_(std::in_place), sampled_(sampler) {
     this->set_request(request_arena_->template Create<Req>());
     this->set_response(response_arena_.template Create<Resp>());
@@ -122,7 +122,7 @@ template <class Req, class Resp>
 class ReuseHolder final : public CallHolder<Req, Resp> {
  public:
   ReuseHolder(PooledMessage<Req> request, PooledMessage<Resp> response,
-              MethodMeter* sampler, const MethodMeter::CallTiming& timing = {})
+              ShadowMeter* sampler, const CallTiming& timing = {})
       : timed_(timing),
         request_(std::move(request)),
         response_(std::move(response)),

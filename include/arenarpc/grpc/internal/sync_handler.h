@@ -85,16 +85,16 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
 
   void* Deserialize(grpc_call* call, grpc_byte_buffer* req,
                     ::grpc::Status* status, void** /*handler_data*/) override {
-    // The holder may time the call (kAuto, kRealCalls): Deserialize, the
-    // handler and Release all run on this thread.
-    next_call_request_bytes =
+    // The holder may time the call (kAuto): Deserialize, the handler and
+    // Release all run on this thread.
+    sync_request_bytes =
         req == nullptr ? 0 : static_cast<double>(grpc_byte_buffer_length(req));
     ::grpc::MessageHolder<Req, Resp>* allocated =
         allocator_->AllocateMessages();
     ARENARPC_DCHECK(dynamic_cast<Holder*>(allocated) != nullptr,
                     "SyncUnaryHandler: a holder not made by arenarpc");
     Holder* holder = static_cast<Holder*>(allocated);
-    next_call_request_bytes = kCallBytesAtRelease;
+    sync_request_bytes = -1;
     ParseTarget<Req> target{holder->request()};
     if (::grpc::internal::UnaryDeserializeHelper(req, status, &target) ==
         nullptr) {

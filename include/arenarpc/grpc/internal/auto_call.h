@@ -1,0 +1,235 @@
+// Internal: kAuto on the call path. A method's AutoMethod hands some calls a
+// trial (a mode to run in, timed); the call's holder times it on the thread
+// that runs it and reports the cost. Defined in src/grpc/auto_method.cc; the
+// learner itself is src/internal/auto_learner.h. Not a public API.
+//
+// What a call's cost is, per API:
+//  - sync: gRPC parses, runs the handler and releases on one thread: from
+//    AllocateMessages to Release;
+//  - callback: gRPC parses right after AllocateMessages and usually runs the
+//    handler and Release on that thread; a call counts only if Release runs
+//    there with no other call's messages made or released in between
+//    (TimedCall), else it is lost;
+//  - async (arenarpc/grpc/async.h's lines): from just before the Next() that
+//    returned the request's tag to just after Finish(), plus the messages'
+//    making and release (AsyncCall).
+// A method whose callback or async trials are mostly lost stops learning and
+// stays in its mode (logged once). Streaming methods are not timed.
+//
+// Thread safety: an AutoMethod is used by every call of its method at once;
+// a TimedCall or AsyncCall by one call at a time, as gRPC guarantees.
+// Lifetime: an AutoMethod is never destroyed.
+#ifndef ARENARPC_GRPC_INTERNAL_AUTO_CALL_H_
+#define ARENARPC_GRPC_INTERNAL_AUTO_CALL_H_
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "arenarpc/allocation_mode.h"
+#include "arenarpc/grpc/server_options.h"
+
+namespace arenarpc::internal {
+
+// The calling thread's CPU time, ns.
+double ThreadCpuNs();
+
+enum class CallKind : uint8_t { kSync, kCallback, kAsync };
+
+// Set by the sync handler around AllocateMessages: the request's wire bytes.
+// -1 elsewhere (gRPC's callback handler gives the allocator no word).
+inline constinit thread_local double sync_request_bytes = -1;
+
+class AutoMethod;
+
+// One trial: the mode a call runs in and its clock.
+struct CallTiming {
+  AutoMethod* method = nullptr;  // null: not timed
+  AllocationMode mode = AllocationMode::kArena;
+  CallKind kind = CallKind::kSync;
+  double start_ns = 0;
+  double bytes = 0;           // on the wire: the request's (sync), + response
+  bool size_request = false;  // callback, async: the request sized at release
+  double excluded_ns = 0;     // sizing on the clock's thread: not the call's
+  double sizing_ns = 0;       // sizing in all: billed
+  bool warming = false;       // reuse on a new pool instance
+  uint64_t thread = 0;        // the clock's thread and its holder events
+  uint64_t events = 0;
+};
+
+class AutoMethod {
+ public:
+  // `trim_reuse` gives back the idle instances of the method's reuse pools.
+  AutoMethod(std::string name, const AutoOptions& options,
+             const google::protobuf::Descriptor* request,
+             const google::protobuf::Descriptor* response,
+             void (*trim_reuse)());
+  AutoMethod(const AutoMethod&) = delete;
+  AutoMethod& operator=(const AutoMethod&) = delete;
+
+  // The mode calls run in now.
+  AllocationMode mode() const;
+  // The mode of one call; sets *timing (clock started) when it is a trial.
+  // `request_bytes`: a sync call's (else ignored).
+  AllocationMode ModeForCall(CallKind kind, double request_bytes,
+                             CallTiming* timing);
+  // A trial ended on its own thread: `cost_ns` is its CPU.
+  void Observe(const CallTiming& timing, double cost_ns);
+  // A trial not observed: `lost` (its window was not its own), or failed
+  // (not OK, cancelled, never came): counted and billed.
+  void Unobserved(const CallTiming& timing, bool lost);
+  // An async call arrived right after arenarpc::NextTag: async calls may be
+  // timed from now on.
+  void NoteAsyncLines();
+
+  struct State;
+  State& state() const { return *state_; }
+
+ private:
+  State* const state_;  // never destroyed
+};
+
+// The calling thread's identity (never 0, never reused) and its count of
+// holder events: a trial's clock is the thread's CPU, so it is the call's
+// own only if no other call's messages were made or released in between.
+struct ThreadCallEvents {
+  uint64_t thread = 0;
+  uint64_t events = 0;
+};
+inline constinit thread_local ThreadCallEvents thread_call_events;
+uint64_t AssignCallThread();
+inline uint64_t CallThread() {
+  uint64_t& t = thread_call_events.thread;
+  if (t == 0) [[unlikely]]
+    t = AssignCallThread();
+  return t;
+}
+
+// A holder's first member (destroyed last, after the call's messages were
+// freed): counts the thread's holder events, and ends a sync or callback
+// trial.
+class TimedCall {
+ public:
+  explicit TimedCall(const CallTiming& timing) : t_(timing) {
+    const uint64_t events = ++thread_call_events.events;
+    if (t_.method != nullptr && t_.kind != CallKind::kAsync) {
+      t_.thread = CallThread();
+      t_.events = events;
+    } else {
+      t_.method = nullptr;  // an async trial is AsyncCall's
+    }
+  }
+  TimedCall(const TimedCall&) = delete;
+  TimedCall& operator=(const TimedCall&) = delete;
+  bool timed() const { return t_.method != nullptr; }
+  void Fail() { failed_ = true; }  // the call did not end OK
+  ~TimedCall() {
+    if (t_.method != nullptr) {
+      if (failed_ || !InWindow()) {
+        t_.method->Unobserved(t_, /*lost=*/!failed_);
+      } else {
+        t_.method->Observe(t_, ThreadCpuNs() - t_.start_ns - t_.excluded_ns);
+      }
+    }
+    ++thread_call_events.events;
+  }
+  // The request is freed early (FreeRequest): its bytes now.
+  void BeforeFreeRequest(const google::protobuf::Message& request) {
+    if (t_.method != nullptr && t_.size_request) SizeRequest(request);
+  }
+  // At Release: the response's bytes (cached by its serialization) and the
+  // request's if not known yet.
+  void AtRelease(const google::protobuf::Message* request,
+                 const google::protobuf::Message& response) {
+    if (t_.method == nullptr || !InWindow()) return;
+    t_.bytes += response.GetCachedSize();
+    if (t_.size_request && request != nullptr) SizeRequest(*request);
+  }
+
+ private:
+  bool InWindow() const {
+    return thread_call_events.thread == t_.thread &&
+           thread_call_events.events == t_.events;
+  }
+  void SizeRequest(const google::protobuf::Message& request) {
+    const double start = ThreadCpuNs();
+    t_.bytes += static_cast<double>(request.ByteSizeLong());
+    const double ns = ThreadCpuNs() - start;
+    t_.size_request = false;
+    t_.sizing_ns += ns;
+    if (thread_call_events.thread == t_.thread) t_.excluded_ns += ns;
+  }
+
+  CallTiming t_;
+  bool failed_ = false;
+};
+
+// The async window of the calling thread (see the top of this file):
+// arenarpc::NextTag reads the thread's CPU before Next() while some async
+// trial is out; Arrived() claims that reading for its call, Answered()
+// closes the window. Other calls' messages made or released on the thread
+// while it is open are timed and left out of it.
+struct AsyncThreadWindow {
+  uint64_t seq = 0;        // NextTag calls on this thread (0: none yet)
+  double start_ns = -1;    // the CPU before the last Next (-1: not read)
+  double excluded_ns = 0;  // other calls' making and release since then
+  bool claimed = false;    // an Arrived() took this Next
+  bool tainted = false;    // another call's messages released before that
+  bool closed = false;     // Answered() (or an untimed Arrived()) closed it
+  bool open() const { return start_ns >= 0 && !closed; }
+};
+inline constinit thread_local AsyncThreadWindow async_thread_window;
+
+void BeforeAsyncNext();  // NextTag's part before Next()
+inline double AsyncExclusionStart() {
+  return async_thread_window.open() ? ThreadCpuNs() : -1;
+}
+void AsyncExclusionEnd(double start_ns);
+
+// One async call's trial (or none).
+class AsyncCall {
+ public:
+  AsyncCall() = default;
+  // `timing`: the call's trial (method null: none), its clock started
+  // before the messages were made, which ended at `made_at_ns`.
+  AsyncCall(AutoMethod* method, const CallTiming& timing, double made_at_ns);
+  AsyncCall(AsyncCall&& o) noexcept { *this = std::move(o); }
+  AsyncCall& operator=(AsyncCall&& o) noexcept {
+    method_ = std::exchange(o.method_, nullptr);
+    t_ = std::exchange(o.t_, {});
+    state_ = std::exchange(o.state_, State::kPosted);
+    seq_ = o.seq_;
+    thread_ = o.thread_;
+    cost_ns_ = o.cost_ns_;
+    return *this;
+  }
+  AsyncCall(const AsyncCall&) = delete;
+  AsyncCall& operator=(const AsyncCall&) = delete;
+
+  void Arrived();
+  void Answered(const google::protobuf::Message* request,
+                const google::protobuf::Message& response, bool ok);
+  void BeforeFreeRequest(const google::protobuf::Message& request);
+  // Around the messages' release: the call's own (answered), or another
+  // open window's to leave out.
+  double BeforeRelease() const;
+  void AfterRelease(double start_ns);
+
+ private:
+  enum class State : uint8_t { kPosted, kArrived, kAnswered, kLost, kFailed };
+  void SizeRequest(const google::protobuf::Message& request);
+
+  AutoMethod* method_ = nullptr;  // the method's, even without a trial
+  CallTiming t_;                  // t_.method null: no trial
+  State state_ = State::kPosted;
+  uint64_t seq_ = 0;
+  uint64_t thread_ = 0;
+  double cost_ns_ = 0;
+};
+
+}  // namespace arenarpc::internal
+
+#endif  // ARENARPC_GRPC_INTERNAL_AUTO_CALL_H_

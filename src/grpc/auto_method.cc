@@ -1,0 +1,447 @@
+// kAuto per method: which calls are trials, their costs into the learner
+// (src/internal/auto_learner.h) within the learning budget, the async
+// windows, what a mode keeps given back once calls stop running in it, and
+// the decisions file's hooks.
+#include <time.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "arenarpc/grpc/internal/auto_call.h"
+#include "arenarpc/grpc/internal/counters.h"
+#include "arenarpc/grpc/stats.h"
+#include "arenarpc/internal/mutex.h"
+#include "src/grpc/decision_file.h"
+#include "src/grpc/measured_stats.h"
+#include "src/internal/auto_learner.h"
+#include "src/internal/background.h"
+
+namespace arenarpc::internal {
+
+namespace {
+
+// Callback and async trials: the window looked at, and how many of it may
+// be lost before the method stops learning.
+constexpr int kLossWindow = 32;
+// A heap or arena trial this large leaves megabytes idle in its thread's
+// heap or page cache; smaller ones leave little (docs/DESIGN_NOTES.md,
+// "Memory while learning").
+constexpr double kReleaseAfterBytes = 256 << 10;
+
+double CpuNs(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+double NowS() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// What one read of the thread's CPU clock costs (measured once): billed.
+double ClockReadNs() {
+  static const double ns = [] {
+    double best = 1e9;
+    for (int i = 0; i < 16; ++i) {
+      const double a = ThreadCpuNs();
+      best = std::min(best, ThreadCpuNs() - a);
+    }
+    return best;
+  }();
+  return ns;
+}
+
+LearningBudget& Budget() {
+  static LearningBudget* const b = new LearningBudget();
+  return *b;
+}
+
+// The process's CPU, read at most every 10 ms (a system call): the budget
+// only needs it roughly.
+bool BudgetHasRoom(double now_s) {
+  static std::atomic<double> cpu_ns{0};
+  static std::atomic<double> read_at_s{-1};
+  if (now_s - read_at_s.load(std::memory_order_relaxed) > 0.01) {
+    read_at_s.store(now_s, std::memory_order_relaxed);
+    cpu_ns.store(CpuNs(CLOCK_PROCESS_CPUTIME_ID), std::memory_order_relaxed);
+  }
+  return Budget().HasRoom(cpu_ns.load(std::memory_order_relaxed));
+}
+
+// Async trials handed out and not ended: NextTag reads the clock only then.
+std::atomic<int64_t> async_trials_out{0};
+
+}  // namespace
+
+struct AutoMethod::State {
+  State(std::string n, const AutoOptions& o,
+        const google::protobuf::Descriptor* req,
+        const google::protobuf::Descriptor* resp, void (*trim)())
+      : name(std::move(n)),
+        request(req),
+        response(resp),
+        learner(LearnerOptions{.recheck_after_s = o.recheck_after_s,
+                               .prior_min_bytes = o.prior.min_bytes,
+                               .prior_heap_ns_per_byte = o.prior.heap_ns_per_byte}),
+        trim_reuse(trim) {}
+
+  const std::string name;
+  const google::protobuf::Descriptor* const request;
+  const google::protobuf::Descriptor* const response;
+  AutoLearner learner;
+  void (*const trim_reuse)();
+  std::atomic<bool> async_lines{false};
+  std::atomic<uint64_t> lost{0};
+  std::atomic<uint64_t> failed{0};
+  std::atomic<bool> untimed{false};  // stopped learning: trials mostly lost
+  std::array<std::atomic<bool>, kNumAllocationModes> release_queued{};
+  Mutex window_mu;
+  int window_ended ABSL_GUARDED_BY(window_mu) = 0;
+  int window_lost ABSL_GUARDED_BY(window_mu) = 0;
+};
+
+namespace {
+
+class Registry {
+ public:
+  static Registry& Get() {
+    static Registry* const r = new Registry();
+    return *r;
+  }
+  void Add(AutoMethod* m) {
+    MutexLock lock(&mu_);
+    methods_.push_back(m);
+  }
+  std::vector<AutoMethod*> Methods() {
+    MutexLock lock(&mu_);
+    return methods_;
+  }
+
+ private:
+  Mutex mu_;
+  std::vector<AutoMethod*> methods_ ABSL_GUARDED_BY(mu_);
+};
+
+// Gives back what `mode` keeps idle, on the background thread, unless calls
+// run in it again by then. Only idle memory: a call keeps what it uses.
+void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
+  const int i = static_cast<int>(mode);
+  if (m.release_queued[i].exchange(true, std::memory_order_relaxed)) return;
+  const bool posted = PostBackground([&m, mode, i] {
+    m.release_queued[i].store(false, std::memory_order_relaxed);
+    if (m.learner.current() == mode) return;
+    const double start = ThreadCpuNs();
+    switch (mode) {
+      case AllocationMode::kHeap:
+#if defined(__GLIBC__)
+        malloc_trim(0);
+#endif
+        break;
+      case AllocationMode::kArena:
+        ReleaseIdleArenasAndPages(std::chrono::milliseconds(0));
+        break;
+      default:
+        if (m.trim_reuse != nullptr) m.trim_reuse();
+        ReleaseIdleArenasAndPages(std::chrono::milliseconds(0));
+        break;
+    }
+    Budget().Spend(ThreadCpuNs() - start);
+  });
+  if (!posted) m.release_queued[i].store(false, std::memory_order_relaxed);
+}
+
+// A trial in `mode` of `bytes` ended: what it left idle goes back if calls
+// do not run in that mode. Not while learning for reuse (its kept instance
+// is what makes reuse cheap) nor for small trials (their next trial would
+// pay for fresh pages, which weighs more on a small call).
+void AfterTrial(AutoMethod::State& m, AllocationMode mode, double bytes) {
+  if (mode == m.learner.current()) return;
+  if (m.learner.learning() &&
+      (mode == AllocationMode::kReuse || bytes < kReleaseAfterBytes)) {
+    return;
+  }
+  ReleaseIdle(m, mode);
+}
+
+// A callback or async trial ended: lost or not. Most of a window lost: the
+// method's calls cannot be timed, so it stops learning (logged once).
+void CountWindow(AutoMethod::State& m, bool lost) {
+  int window_lost = 0;
+  {
+    MutexLock lock(&m.window_mu);
+    ++m.window_ended;
+    if (lost) ++m.window_lost;
+    if (m.window_ended < kLossWindow) return;
+    window_lost = m.window_lost;
+    m.window_ended = m.window_lost = 0;
+  }
+  if (window_lost <= kLossWindow / 2) return;
+  if (m.untimed.exchange(true, std::memory_order_relaxed)) return;
+  m.learner.Stop();
+  std::fprintf(stderr,
+               "arenarpc: kAuto on %s: %d of the last %d timed calls ended on "
+               "another thread, around another call, or (async) without "
+               "arenarpc::NextTag's window; it stays in %s\n",
+               m.name.c_str(), window_lost, kLossWindow,
+               std::string(AllocationModeName(m.learner.current())).c_str());
+}
+
+}  // namespace
+
+double ThreadCpuNs() { return CpuNs(CLOCK_THREAD_CPUTIME_ID); }
+
+uint64_t AssignCallThread() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+AutoMethod::AutoMethod(std::string name, const AutoOptions& options,
+                       const google::protobuf::Descriptor* request,
+                       const google::protobuf::Descriptor* response,
+                       void (*trim_reuse)())
+    : state_(new State(std::move(name), options, request, response,
+                       trim_reuse)) {
+  Budget().set_share(std::clamp(options.max_cpu_share, 0.0, 1.0));
+  Registry::Get().Add(this);
+  if (options.decisions_path.empty()) return;
+  DecisionEntry id = IdentityOf(state_->name, request, response);
+  if (auto d = DecisionAtInstall(options.decisions_path,
+                                 options.save_decisions, id)) {
+    state_->learner.Load(d->mode, NowS());
+  }
+}
+
+AllocationMode AutoMethod::mode() const { return state_->learner.current(); }
+
+AllocationMode AutoMethod::ModeForCall(CallKind kind, double request_bytes,
+                                       CallTiming* timing) {
+  State& m = *state_;
+  if (kind == CallKind::kAsync &&
+      !m.async_lines.load(std::memory_order_relaxed)) {
+    return m.learner.current();
+  }
+  const double now = NowS();
+  const std::optional<AllocationMode> trial = m.learner.Trial(now);
+  if (!trial || !BudgetHasRoom(now)) return m.learner.current();
+  *timing = CallTiming{.method = this, .mode = *trial, .kind = kind};
+  if (kind == CallKind::kSync) {
+    timing->bytes = std::max(request_bytes, 0.0);
+  } else {
+    timing->size_request = true;
+  }
+  if (kind == CallKind::kAsync) {
+    async_trials_out.fetch_add(1, std::memory_order_relaxed);
+  }
+  timing->start_ns = ThreadCpuNs();
+  return *trial;
+}
+
+void AutoMethod::Observe(const CallTiming& t, double cost_ns) {
+  const double start = ThreadCpuNs();
+  State& m = *state_;
+  if (t.kind != CallKind::kSync) CountWindow(m, /*lost=*/false);
+  // Billed: the share of this call lost to a dearer mode, the sizing, the
+  // clock reads (an async call's three more).
+  const double excess = m.learner.ExcessShare(t.mode) * cost_ns;
+  if (m.learner.Observe(t.mode, cost_ns, t.bytes, t.warming, NowS())) {
+    for (int i = 0; i < kNumAllocationModes; ++i) {
+      if (static_cast<AllocationMode>(i) != m.learner.current()) {
+        ReleaseIdle(m, static_cast<AllocationMode>(i));
+      }
+    }
+    DecisionSettled();
+  } else {
+    AfterTrial(m, t.mode, t.bytes);
+  }
+  const int reads = t.kind == CallKind::kAsync ? 5 : 2;
+  Budget().Spend(excess + t.sizing_ns + ThreadCpuNs() - start +
+                 reads * ClockReadNs());
+}
+
+void AutoMethod::Unobserved(const CallTiming& t, bool lost) {
+  const double start = ThreadCpuNs();
+  State& m = *state_;
+  (lost ? m.lost : m.failed).fetch_add(1, std::memory_order_relaxed);
+  if (t.kind != CallKind::kSync) CountWindow(m, lost);
+  AfterTrial(m, t.mode, t.bytes);
+  Budget().Spend(t.sizing_ns + ThreadCpuNs() - start + 3 * ClockReadNs());
+}
+
+void AutoMethod::NoteAsyncLines() {
+  state_->async_lines.store(true, std::memory_order_relaxed);
+}
+
+// The async window (auto_call.h).
+
+void BeforeAsyncNext() {
+  AsyncThreadWindow& w = async_thread_window;
+  ++w.seq;
+  w.excluded_ns = 0;
+  w.claimed = w.tainted = w.closed = false;
+  w.start_ns = -1;
+  if (async_trials_out.load(std::memory_order_relaxed) > 0) {
+    w.start_ns = ThreadCpuNs();
+    Budget().Spend(ClockReadNs());  // whatever tag the Next returns
+  }
+}
+
+void AsyncExclusionEnd(double start_ns) {
+  if (start_ns < 0) return;
+  // The two reads around it are the window's clock's too.
+  async_thread_window.excluded_ns += ThreadCpuNs() - start_ns + ClockReadNs();
+  Budget().Spend(2 * ClockReadNs());
+}
+
+AsyncCall::AsyncCall(AutoMethod* method, const CallTiming& timing,
+                     double made_at_ns)
+    : method_(method), t_(timing) {
+  if (t_.method != nullptr) cost_ns_ = made_at_ns - t_.start_ns;
+}
+
+void AsyncCall::Arrived() {
+  AsyncThreadWindow& w = async_thread_window;
+  const bool lines = w.seq != 0 && !w.claimed && !w.tainted && !w.closed;
+  if (lines) w.claimed = true;
+  if (method_ != nullptr && lines) method_->NoteAsyncLines();
+  if (t_.method == nullptr || state_ != State::kPosted || !lines ||
+      w.start_ns < 0) {
+    if (lines) w.closed = true;  // nothing of this Next to time
+    if (t_.method != nullptr && state_ == State::kPosted) state_ = State::kLost;
+    return;
+  }
+  state_ = State::kArrived;
+  seq_ = w.seq;
+  thread_ = CallThread();
+}
+
+void AsyncCall::SizeRequest(const google::protobuf::Message& request) {
+  const double start = ThreadCpuNs();
+  t_.bytes += static_cast<double>(request.ByteSizeLong());
+  const double ns = ThreadCpuNs() - start;
+  t_.size_request = false;
+  t_.sizing_ns += ns;
+  AsyncThreadWindow& w = async_thread_window;
+  if (w.open() && w.seq == seq_) w.excluded_ns += ns;
+}
+
+void AsyncCall::BeforeFreeRequest(const google::protobuf::Message& request) {
+  if (state_ == State::kArrived && t_.size_request) SizeRequest(request);
+}
+
+void AsyncCall::Answered(const google::protobuf::Message* request,
+                         const google::protobuf::Message& response, bool ok) {
+  if (t_.method == nullptr || state_ != State::kArrived) return;
+  AsyncThreadWindow& w = async_thread_window;
+  if (w.seq != seq_ || CallThread() != thread_ || !w.open()) {
+    state_ = State::kLost;
+    return;
+  }
+  const double end = ThreadCpuNs();
+  w.closed = true;
+  if (!ok) {
+    state_ = State::kFailed;
+    return;
+  }
+  cost_ns_ += end - w.start_ns - w.excluded_ns;
+  t_.bytes += response.GetCachedSize();  // Finish() serialized it
+  if (t_.size_request && request != nullptr) SizeRequest(*request);
+  state_ = State::kAnswered;
+}
+
+double AsyncCall::BeforeRelease() const {
+  if (t_.method != nullptr && state_ == State::kAnswered) return ThreadCpuNs();
+  return AsyncExclusionStart();
+}
+
+void AsyncCall::AfterRelease(double start_ns) {
+  AsyncThreadWindow& w = async_thread_window;
+  // Released before any Arrived() of this Next: the Next's reading is not
+  // the next Arrived()'s.
+  if (!w.claimed) w.tainted = true;
+  if (t_.method == nullptr) {
+    AsyncExclusionEnd(start_ns);
+    return;
+  }
+  async_trials_out.fetch_sub(1, std::memory_order_relaxed);
+  AutoMethod* const method = std::exchange(t_.method, nullptr);
+  CallTiming t = t_;
+  t.method = method;
+  if (state_ == State::kAnswered) {
+    method->Observe(t, cost_ns_ + ThreadCpuNs() - start_ns);
+    if (w.open()) w.excluded_ns += ThreadCpuNs() - start_ns + ClockReadNs();
+    return;
+  }
+  // Posted (never came, or no Arrived()), no Answered(), failed: not OK.
+  method->Unobserved(t, /*lost=*/state_ == State::kLost);
+  AsyncExclusionEnd(start_ns);
+}
+
+// The decisions file's hooks (src/grpc/decision_file.h).
+
+std::vector<DecisionEntry> AutoMethodDecisions() {
+  std::vector<DecisionEntry> out;
+  for (AutoMethod* a : Registry::Get().Methods()) {
+    const AutoMethod::State& m = a->state();
+    DecisionEntry e = IdentityOf(m.name, m.request, m.response);
+    const AutoLearner::Snapshot s = m.learner.snapshot();
+    e.mode = s.mode;
+    e.source = s.source;
+    for (int i = 0; i < kNumAllocationModes; ++i) e.cost_us[i] = s.cost_ns[i] / 1e3;
+    e.calls = s.observed;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+bool LoadAutoMethodDecision(const DecisionEntry& entry) {
+  bool loaded = false;
+  for (AutoMethod* a : Registry::Get().Methods()) {
+    if (a->state().name != entry.method) continue;
+    a->state().learner.Load(entry.mode, NowS());
+    loaded = true;
+  }
+  return loaded;
+}
+
+std::vector<MeasuredMethodStats> AutoMethodsStats() {
+  std::vector<MeasuredMethodStats> out;
+  for (AutoMethod* a : Registry::Get().Methods()) {
+    const AutoMethod::State& m = a->state();
+    const AutoLearner::Snapshot snap = m.learner.snapshot();
+    MeasuredMethodStats s;
+    s.method = m.name;
+    s.automatic = true;
+    s.mode = s.recommended = snap.mode;
+    for (int i = 0; i < kNumAllocationModes; ++i) s.cost_us[i] = snap.cost_ns[i] / 1e3;
+    s.switches = snap.switches;
+    s.settled = !snap.learning;
+    s.decisions = snap.decisions;
+    if (snap.first_decision_s >= 0) {
+      s.settle_calls = snap.first_decision_calls;
+      s.settle_s = snap.first_decision_s;
+    }
+    s.timed_calls = snap.observed;
+    s.warming_calls = snap.warming;
+    s.lost_calls = m.lost.load(std::memory_order_relaxed);
+    s.failed_calls = m.failed.load(std::memory_order_relaxed);
+    s.untimed = m.untimed.load(std::memory_order_relaxed);
+    s.decision_source = snap.source;
+    s.prior_decisions = snap.prior_decisions;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+double AutoLearningCpuNs() { return Budget().spent_ns(); }
+
+}  // namespace arenarpc::internal

@@ -1,0 +1,196 @@
+#include "src/internal/auto_learner.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace arenarpc::internal {
+
+namespace {
+constexpr int kHeap = static_cast<int>(AllocationMode::kHeap);
+}  // namespace
+
+AutoLearner::AutoLearner(const LearnerOptions& options)
+    : options_(options), current_(options.initial) {
+  MutexLock lock(&mu_);
+  StartDecision();
+}
+
+void AutoLearner::StartDecision() {
+  for (ModeCalls& m : calls_) {
+    m.ns_per_byte.clear();
+    m.candidate = true;
+  }
+  calls_[kHeap].candidate = options_.prior_min_bytes <= 0;
+  log_bytes_sum_ = 0;
+  warming_ = 0;
+  recheck_at_s_.store(-1, std::memory_order_relaxed);
+  learning_.store(true, std::memory_order_relaxed);
+}
+
+bool AutoLearner::HeapHeldOut() const {
+  return !calls_[kHeap].candidate && calls_[kHeap].ns_per_byte.empty();
+}
+
+std::optional<AllocationMode> AutoLearner::Trial(double now_s) {
+  if (!learning_.load(std::memory_order_relaxed)) {
+    const double due = recheck_at_s_.load(std::memory_order_relaxed);
+    if (due < 0 || now_s < due) return std::nullopt;
+  }
+  MutexLock lock(&mu_);
+  if (!learning_.load(std::memory_order_relaxed)) {
+    const double due = recheck_at_s_.load(std::memory_order_relaxed);
+    if (stopped_ || due < 0 || now_s < due) return std::nullopt;
+    StartDecision();
+  }
+  // The candidates in turn, skipping those with their calls already.
+  for (int i = 0; i < kNumAllocationModes; ++i) {
+    const int m = static_cast<int>(turn_.fetch_add(1, std::memory_order_relaxed) %
+                                   kNumAllocationModes);
+    const ModeCalls& c = calls_[m];
+    if (c.candidate &&
+        static_cast<int>(c.ns_per_byte.size()) < options_.calls_per_mode) {
+      return static_cast<AllocationMode>(m);
+    }
+  }
+  return std::nullopt;  // every trial handed out; waiting for them to end
+}
+
+double AutoLearner::Median(int mode) const {
+  std::vector<double> v = calls_[mode].ns_per_byte;
+  if (v.empty()) return -1;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  return (v[mid] + *std::max_element(v.begin(), v.begin() + mid)) / 2;
+}
+
+bool AutoLearner::Finished() const {
+  bool any = false;
+  for (const ModeCalls& c : calls_) {
+    if (!c.candidate) continue;
+    any = true;
+    if (static_cast<int>(c.ns_per_byte.size()) < options_.calls_per_mode) {
+      return false;
+    }
+  }
+  return any;
+}
+
+bool AutoLearner::Observe(AllocationMode mode, double cost_ns, double bytes,
+                          bool warming, double now_s) {
+  const int mi = static_cast<int>(mode);
+  if (mi < 0 || mi >= kNumAllocationModes) return false;
+  MutexLock lock(&mu_);
+  // A trial handed out before the decision settled or dropped its mode.
+  if (!learning_.load(std::memory_order_relaxed) || !calls_[mi].candidate) {
+    return false;
+  }
+  if (warming && warming_ < options_.max_warming) {
+    ++warming_;
+    ++stats_.warming;
+    return false;
+  }
+  bytes = std::max(bytes, 1.0);
+  calls_[mi].ns_per_byte.push_back(cost_ns / bytes);
+  log_bytes_sum_ += std::log(bytes);
+  ++stats_.observed;
+  if (first_s_ < 0) first_s_ = now_s;
+  size_t n = 0;
+  for (const ModeCalls& c : calls_) n += c.ns_per_byte.size();
+  if (HeapHeldOut() && std::exp(log_bytes_sum_ / static_cast<double>(n)) <
+                           options_.prior_min_bytes) {
+    calls_[kHeap].candidate = true;  // the calls are small: heap may win
+  }
+  // Clear losers stop here.
+  double best = -1;
+  for (int m = 0; m < kNumAllocationModes; ++m) {
+    if (static_cast<int>(calls_[m].ns_per_byte.size()) < options_.min_calls) {
+      continue;
+    }
+    const double med = Median(m);
+    if (best < 0 || med < best) best = med;
+  }
+  for (int m = 0; m < kNumAllocationModes; ++m) {
+    if (calls_[m].candidate &&
+        static_cast<int>(calls_[m].ns_per_byte.size()) >= options_.min_calls &&
+        Median(m) > options_.drop_ratio * best) {
+      calls_[m].candidate = false;
+    }
+  }
+  if (!Finished()) return false;
+  if (HeapHeldOut() && best < options_.prior_heap_ns_per_byte) {
+    calls_[kHeap].candidate = true;  // bulk bytes: heap may be as cheap
+    return false;
+  }
+  Settle(now_s);
+  return true;
+}
+
+void AutoLearner::Settle(double now_s) {
+  const int before = static_cast<int>(current_.load(std::memory_order_relaxed));
+  int best = -1;
+  for (int m = 0; m < kNumAllocationModes; ++m) {
+    if (calls_[m].candidate && (best < 0 || Median(m) < Median(best))) best = m;
+  }
+  int chosen = best;
+  const double kept = Median(before);
+  if (kept >= 0 && kept <= Median(best) * (1 + options_.margin)) chosen = before;
+  size_t n = 0;
+  for (const ModeCalls& c : calls_) n += c.ns_per_byte.size();
+  const double mean_bytes = std::exp(log_bytes_sum_ / static_cast<double>(n));
+  for (int m = 0; m < kNumAllocationModes; ++m) {
+    const double med = Median(m);
+    stats_.cost_ns[m] = med < 0 ? 0 : med * mean_bytes;
+  }
+  const bool prior = HeapHeldOut();
+  stats_.source = prior ? DecisionSource::kPrior : DecisionSource::kLearned;
+  if (prior) ++stats_.prior_decisions;
+  if (chosen != before) ++stats_.switches;
+  if (stats_.decisions++ == 0) {
+    stats_.first_decision_calls = stats_.observed;
+    stats_.first_decision_s = now_s - first_s_;
+  }
+  current_.store(static_cast<AllocationMode>(chosen),
+                 std::memory_order_relaxed);
+  learning_.store(false, std::memory_order_relaxed);
+  recheck_at_s_.store(now_s + options_.recheck_after_s,
+                      std::memory_order_relaxed);
+}
+
+double AutoLearner::ExcessShare(AllocationMode mode) const {
+  MutexLock lock(&mu_);
+  const double own = Median(static_cast<int>(mode));
+  if (own <= 0) return 0;
+  double best = own;
+  for (int m = 0; m < kNumAllocationModes; ++m) {
+    const double med = Median(m);
+    if (med >= 0) best = std::min(best, med);
+  }
+  return 1 - best / own;
+}
+
+void AutoLearner::Load(AllocationMode mode, double now_s) {
+  MutexLock lock(&mu_);
+  current_.store(mode, std::memory_order_relaxed);
+  stats_.source = DecisionSource::kLoaded;
+  learning_.store(false, std::memory_order_relaxed);
+  recheck_at_s_.store(now_s + options_.recheck_after_s,
+                      std::memory_order_relaxed);
+}
+
+void AutoLearner::Stop() {
+  MutexLock lock(&mu_);
+  stopped_ = true;
+  learning_.store(false, std::memory_order_relaxed);
+  recheck_at_s_.store(-1, std::memory_order_relaxed);
+}
+
+AutoLearner::Snapshot AutoLearner::snapshot() const {
+  MutexLock lock(&mu_);
+  Snapshot s = stats_;
+  s.mode = current_.load(std::memory_order_relaxed);
+  s.learning = learning_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace arenarpc::internal

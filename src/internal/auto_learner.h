@@ -1,0 +1,155 @@
+// kAuto's decision for one method, from the method's own calls. Each timed
+// call is one call served in one mode, its cost the CPU it took per byte on
+// the wire (request and response), so calls of different sizes compare.
+//
+//   AutoLearner learner(options);
+//   if (auto mode = learner.Trial(now_s)) { ...serve in *mode, time it...
+//     learner.Observe(*mode, cost_ns, bytes, /*warming=*/false, now_s); }
+//   AllocationMode m = learner.current();   // untimed calls
+//
+// A decision gives each candidate mode `calls_per_mode` timed calls, handed
+// out in turn, and takes the mode of lowest median cost per byte; the mode
+// calls ran in before stays unless another is cheaper by `margin` (so near
+// ties do not flap). A mode whose median after `min_calls` is `drop_ratio`
+// times the cheapest's gets no more trials: a clear loser costs few calls.
+// The median, not the mean: a timed call can take a page fault or a
+// preemption, and one such call must not decide.
+//
+// The prior: heap lost on every service of 48 KiB and more measured
+// (docs/DESIGN_NOTES.md), so while the method's timed calls carry at least
+// `prior_min_bytes` (geometric mean) heap is no candidate; it becomes one
+// as soon as the calls turn out smaller, or when the cheapest mode costs
+// under `prior_heap_ns_per_byte` (mostly bulk bytes, where allocation
+// matters little).
+//
+// A reuse call on a new pool instance (the pool warming) costs what arena
+// does, once: up to `max_warming` such calls a decision are not observed.
+//
+// Settled, it decides again `recheck_after_s` later, so a lasting change of
+// traffic is followed. Load() starts settled (a decisions file).
+//
+// Thread safety: every member may be called from any thread.
+#ifndef ARENARPC_SRC_INTERNAL_AUTO_LEARNER_H_
+#define ARENARPC_SRC_INTERNAL_AUTO_LEARNER_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "arenarpc/allocation_mode.h"
+#include "arenarpc/internal/mutex.h"
+
+namespace arenarpc::internal {
+
+struct LearnerOptions {
+  AllocationMode initial = AllocationMode::kArena;  // before any decision
+  int calls_per_mode = 24;
+  int min_calls = 6;
+  double drop_ratio = 1.3;
+  double margin = 0.03;
+  double recheck_after_s = 30;
+  double prior_min_bytes = 48 << 10;  // 0: no prior
+  double prior_heap_ns_per_byte = 0.5;
+  int max_warming = 32;
+};
+
+class AutoLearner {
+ public:
+  struct Snapshot {
+    AllocationMode mode = AllocationMode::kArena;
+    bool learning = true;
+    DecisionSource source = DecisionSource::kNone;
+    // Median ns per call of each mode in the last decision (or the one under
+    // way), at the decision's mean bytes per call; 0: not measured.
+    std::array<double, kNumAllocationModes> cost_ns = {};
+    uint64_t observed = 0;  // timed calls observed, in all
+    uint64_t warming = 0;   // timed calls left out as warming, in all
+    uint64_t decisions = 0;
+    uint64_t switches = 0;          // decisions that changed the mode
+    uint64_t prior_decisions = 0;   // taken with heap held out
+    uint64_t first_decision_calls = 0;  // observed when the first settled
+    double first_decision_s = -1;       // seconds from the first observation
+  };
+
+  explicit AutoLearner(const LearnerOptions& options = {});
+
+  AllocationMode current() const {
+    return current_.load(std::memory_order_relaxed);
+  }
+  bool learning() const { return learning_.load(std::memory_order_relaxed); }
+  // The mode of the next timed call, or none when settled (a re-check due
+  // at `now_s` starts here). Cheap when settled: two atomic loads.
+  std::optional<AllocationMode> Trial(double now_s);
+  // One timed call in `mode`. True if it settled a decision.
+  bool Observe(AllocationMode mode, double cost_ns, double bytes,
+               bool warming, double now_s);
+  // How much dearer `mode` is than the cheapest measured in this decision,
+  // as a share of its cost (0 when not known): what a trial in it wastes.
+  double ExcessShare(AllocationMode mode) const;
+  // Settled in `mode` from a decisions file; re-checks as usual.
+  void Load(AllocationMode mode, double now_s);
+  // No more trials (the method's calls cannot be timed); `current` stays.
+  void Stop();
+  Snapshot snapshot() const;
+
+ private:
+  struct ModeCalls {
+    std::vector<double> ns_per_byte;
+    bool candidate = false;
+  };
+  void StartDecision() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HeapHeldOut() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  double Median(int mode) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Finished() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Settle(double now_s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const LearnerOptions options_;
+  std::atomic<AllocationMode> current_;
+  std::atomic<bool> learning_{true};
+  std::atomic<double> recheck_at_s_{-1};  // -1: none due
+  std::atomic<uint32_t> turn_{0};
+  mutable Mutex mu_;
+  std::array<ModeCalls, kNumAllocationModes> calls_ ABSL_GUARDED_BY(mu_);
+  double log_bytes_sum_ ABSL_GUARDED_BY(mu_) = 0;  // this decision's calls
+  int warming_ ABSL_GUARDED_BY(mu_) = 0;           // this decision's
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  double first_s_ ABSL_GUARDED_BY(mu_) = -1;
+  Snapshot stats_ ABSL_GUARDED_BY(mu_);
+};
+
+// What learning may spend, process-wide: the CPU of timed calls served in a
+// dearer mode than the cheapest, and their clock reads, against
+// `share` of the process's CPU plus a start-up credit (a fresh process has
+// used little CPU). Thread safety: any thread.
+class LearningBudget {
+ public:
+  static constexpr double kCreditNs = 5e6;
+  void set_share(double share) {  // the smallest of the installs' wins
+    double cur = share_.load(std::memory_order_relaxed);
+    while (share < cur &&
+           !share_.compare_exchange_weak(cur, share, std::memory_order_relaxed)) {
+    }
+  }
+  double share() const { return share_.load(std::memory_order_relaxed); }
+  bool HasRoom(double process_cpu_ns) const {
+    return spent_ns() <= share() * process_cpu_ns + kCreditNs;
+  }
+  void Spend(double ns) {
+    spent_ns_.fetch_add(static_cast<uint64_t>(ns > 0 ? ns : 0),
+                        std::memory_order_relaxed);
+  }
+  double spent_ns() const {
+    return static_cast<double>(spent_ns_.load(std::memory_order_relaxed));
+  }
+
+ private:
+  std::atomic<double> share_{0.02};
+  std::atomic<uint64_t> spent_ns_{0};
+};
+
+}  // namespace arenarpc::internal
+
+#endif  // ARENARPC_SRC_INTERNAL_AUTO_LEARNER_H_

@@ -1,0 +1,234 @@
+// kAuto's learner (src/internal/auto_learner.h): the rule on known costs,
+// the prior, warming, re-checks, loaded decisions, and its shared state
+// under concurrent calls (the TSan leg runs this binary).
+#include "src/internal/auto_learner.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace arenarpc::internal {
+namespace {
+
+constexpr AllocationMode kHeap = AllocationMode::kHeap;
+constexpr AllocationMode kArena = AllocationMode::kArena;
+constexpr AllocationMode kReuse = AllocationMode::kReuse;
+
+// Serves trials until the learner settles: each call of `bytes` costs
+// `ns_per_byte[mode] * bytes`, times `noise()`. Returns the trials served.
+template <class Noise>
+int Decide(AutoLearner& l, std::array<double, 3> ns_per_byte, double bytes,
+           double now_s, Noise noise) {
+  int trials = 0;
+  while (auto mode = l.Trial(now_s)) {
+    const double cost = ns_per_byte[static_cast<int>(*mode)] * bytes * noise();
+    ++trials;
+    if (l.Observe(*mode, cost, bytes, false, now_s)) break;
+    if (trials > 1000) break;
+  }
+  return trials;
+}
+int Decide(AutoLearner& l, std::array<double, 3> ns_per_byte, double bytes,
+           double now_s = 0) {
+  return Decide(l, ns_per_byte, bytes, now_s, [] { return 1.0; });
+}
+
+TEST(AutoLearnerTest, TakesTheCheapestModeByMedianCostPerByte) {
+  AutoLearner l({.prior_min_bytes = 0});
+  EXPECT_EQ(l.current(), kArena);
+  const int trials = Decide(l, {3.0, 2.0, 1.0}, 1000);
+  EXPECT_EQ(l.current(), kReuse);
+  EXPECT_FALSE(l.learning());
+  const AutoLearner::Snapshot s = l.snapshot();
+  EXPECT_EQ(s.source, DecisionSource::kLearned);
+  EXPECT_EQ(s.decisions, 1u);
+  EXPECT_EQ(s.switches, 1u);
+  // Per call at the decision's bytes: the medians.
+  EXPECT_DOUBLE_EQ(s.cost_ns[static_cast<int>(kReuse)], 1000.0);
+  EXPECT_DOUBLE_EQ(s.cost_ns[static_cast<int>(kArena)], 2000.0);
+  // Heap, 3x reuse, was dropped after min_calls; arena (2x) too.
+  EXPECT_EQ(s.first_decision_calls, static_cast<uint64_t>(trials));
+  EXPECT_LT(trials, 24 * 3);
+  EXPECT_GE(trials, 24 + 2 * 6);
+}
+
+TEST(AutoLearnerTest, KeepsTheRunningModeWithinTheMargin) {
+  AutoLearner l({.prior_min_bytes = 0});
+  Decide(l, {5.0, 1.0, 0.98}, 1000);  // reuse 2 % cheaper: a tie
+  EXPECT_EQ(l.current(), kArena);
+  EXPECT_EQ(l.snapshot().switches, 0u);
+}
+
+TEST(AutoLearnerTest, MedianIgnoresAFewOutliers) {
+  AutoLearner l({.prior_min_bytes = 0});
+  int call = 0;
+  // Every 6th call 20x slower (a page fault, a preemption): the mean would
+  // pick wrongly in some draws, the median does not.
+  Decide(l, {5.0, 1.0, 1.2}, 1000, 0, [&] { return ++call % 6 == 0 ? 20.0 : 1.0; });
+  EXPECT_EQ(l.current(), kArena);
+}
+
+TEST(AutoLearnerTest, PicksTheCheaperUnderNoiseMostOfTheTime) {
+  // Lognormal noise of 15 %: reuse 10 % cheaper than arena is found in at
+  // least 95 of 100 decisions; a tie leaves arena running in most.
+  std::mt19937 rng(7);
+  std::lognormal_distribution<double> noise(0, 0.15);
+  int found = 0, kept = 0;
+  for (int i = 0; i < 100; ++i) {
+    AutoLearner a({.prior_min_bytes = 0});
+    Decide(a, {3.0, 1.0, 0.9}, 1000, 0, [&] { return noise(rng); });
+    found += a.current() == kReuse;
+    AutoLearner b({.prior_min_bytes = 0});
+    Decide(b, {3.0, 1.0, 1.0}, 1000, 0, [&] { return noise(rng); });
+    kept += b.current() == kArena;
+  }
+  EXPECT_GE(found, 95);
+  EXPECT_GE(kept, 60);
+}
+
+TEST(AutoLearnerTest, PriorHoldsHeapOutOfLargeCalls) {
+  AutoLearner l;  // prior on: 48 KiB
+  int heap_trials = 0;
+  while (auto mode = l.Trial(0)) {
+    heap_trials += *mode == kHeap;
+    if (l.Observe(*mode, (*mode == kReuse ? 1.0 : 2.0) * 100000, 100000, false, 0)) {
+      break;
+    }
+  }
+  EXPECT_EQ(heap_trials, 0);
+  EXPECT_EQ(l.current(), kReuse);
+  const AutoLearner::Snapshot s = l.snapshot();
+  EXPECT_EQ(s.source, DecisionSource::kPrior);
+  EXPECT_EQ(s.prior_decisions, 1u);
+  EXPECT_EQ(s.cost_ns[static_cast<int>(kHeap)], 0);
+}
+
+TEST(AutoLearnerTest, PriorLetsHeapInForSmallCalls) {
+  AutoLearner l;
+  Decide(l, {0.5, 1.0, 1.0}, 2000);  // small calls where heap is cheapest
+  EXPECT_EQ(l.current(), kHeap);
+  EXPECT_EQ(l.snapshot().source, DecisionSource::kLearned);
+}
+
+TEST(AutoLearnerTest, PriorLetsHeapInForBulkBytes) {
+  AutoLearner l;  // large calls, but under 0.5 ns a byte: heap is tried
+  Decide(l, {0.2, 0.3, 0.3}, 1 << 20);
+  EXPECT_EQ(l.current(), kHeap);
+}
+
+TEST(AutoLearnerTest, WarmingReuseCallsAreLeftOutUpToTheirLimit) {
+  AutoLearner l({.prior_min_bytes = 0, .max_warming = 4});
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_FALSE(l.Observe(kReuse, 1e6, 1000, /*warming=*/true, 0));
+  }
+  const AutoLearner::Snapshot s = l.snapshot();
+  EXPECT_EQ(s.warming, 4u);
+  EXPECT_EQ(s.observed, 2u);  // beyond the limit: measured as it is
+}
+
+// Each decision gets its own allowance of warming calls: a re-check starts
+// with it fresh, under the same lock that starts the decision (a re-check
+// started apart from that reset skipped it once).
+TEST(AutoLearnerTest, ARecheckStartsWithFreshWarmingAllowance) {
+  AutoLearner l({.recheck_after_s = 1, .prior_min_bytes = 0, .max_warming = 2});
+  for (int i = 0; i < 3; ++i) l.Observe(kReuse, 1000, 1000, true, 0);
+  EXPECT_EQ(l.snapshot().warming, 2u);
+  Decide(l, {3.0, 2.0, 1.0}, 1000, 0);
+  ASSERT_FALSE(l.learning());
+  ASSERT_TRUE(l.Trial(2).has_value());  // the re-check starts here
+  for (int i = 0; i < 3; ++i) l.Observe(kReuse, 1000, 1000, true, 2);
+  EXPECT_EQ(l.snapshot().warming, 4u);
+}
+
+TEST(AutoLearnerTest, RechecksAfterItsTimeAndFollowsTheTraffic) {
+  AutoLearner l({.recheck_after_s = 30, .prior_min_bytes = 0});
+  Decide(l, {3.0, 1.0, 2.0}, 1000, /*now_s=*/10);
+  EXPECT_EQ(l.current(), kArena);
+  EXPECT_FALSE(l.Trial(39.9).has_value());
+  // The traffic changed: reuse is now cheaper.
+  Decide(l, {3.0, 2.0, 1.0}, 1000, /*now_s=*/40.1);
+  EXPECT_EQ(l.current(), kReuse);
+  EXPECT_EQ(l.snapshot().decisions, 2u);
+}
+
+TEST(AutoLearnerTest, ALoadedDecisionRunsAtOnceAndIsRechecked) {
+  AutoLearner l({.recheck_after_s = 30, .prior_min_bytes = 0});
+  l.Load(kReuse, 5);
+  EXPECT_EQ(l.current(), kReuse);
+  EXPECT_FALSE(l.Trial(6).has_value());
+  EXPECT_EQ(l.snapshot().source, DecisionSource::kLoaded);
+  EXPECT_TRUE(l.Trial(36).has_value());
+}
+
+TEST(AutoLearnerTest, StoppedItHandsOutNoTrials) {
+  AutoLearner l({.recheck_after_s = 1});
+  l.Stop();
+  EXPECT_FALSE(l.Trial(0).has_value());
+  EXPECT_FALSE(l.Trial(100).has_value());
+  EXPECT_EQ(l.current(), kArena);
+}
+
+TEST(AutoLearnerTest, StaleTrialsAfterTheDecisionAreIgnored) {
+  AutoLearner l({.recheck_after_s = 1000, .prior_min_bytes = 0});
+  Decide(l, {3.0, 1.0, 2.0}, 1000);
+  const uint64_t observed = l.snapshot().observed;
+  EXPECT_FALSE(l.Observe(kHeap, 1, 1000, false, 1));
+  EXPECT_EQ(l.snapshot().observed, observed);
+}
+
+TEST(AutoLearnerTest, ExcessShareIsWhatATrialWastes) {
+  AutoLearner l({.prior_min_bytes = 0});
+  EXPECT_EQ(l.ExcessShare(kHeap), 0);  // nothing known yet
+  l.Observe(kHeap, 4000, 1000, false, 0);
+  l.Observe(kArena, 1000, 1000, false, 0);
+  EXPECT_DOUBLE_EQ(l.ExcessShare(kHeap), 0.75);
+  EXPECT_DOUBLE_EQ(l.ExcessShare(kArena), 0);
+}
+
+// Every member from many threads at once, as gRPC's threads call them.
+TEST(AutoLearnerTest, ConcurrentCallsSettleOnce) {
+  AutoLearner l({.recheck_after_s = 0.001, .prior_min_bytes = 0});
+  std::vector<std::thread> threads;
+  std::atomic<int> settled{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        const double now = i * 1e-4;
+        if (auto mode = l.Trial(now)) {
+          const double c = *mode == kReuse ? 1.0 : 2.0;
+          settled += l.Observe(*mode, c * 1000, 1000, (i + t) % 50 == 0, now);
+        }
+        (void)l.ExcessShare(kArena);
+        (void)l.snapshot();
+        (void)l.current();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const AutoLearner::Snapshot s = l.snapshot();
+  EXPECT_EQ(s.decisions, static_cast<uint64_t>(settled.load()));
+  EXPECT_GE(s.decisions, 1u);
+  EXPECT_EQ(s.mode, kReuse);
+}
+
+TEST(LearningBudgetTest, ShareOfTheProcessPlusACredit) {
+  LearningBudget b;
+  b.set_share(0.02);
+  b.set_share(0.05);  // the smallest wins
+  EXPECT_DOUBLE_EQ(b.share(), 0.02);
+  EXPECT_TRUE(b.HasRoom(0));
+  b.Spend(LearningBudget::kCreditNs);
+  EXPECT_TRUE(b.HasRoom(0));
+  b.Spend(1);
+  EXPECT_FALSE(b.HasRoom(0));
+  EXPECT_TRUE(b.HasRoom(100));  // 2 % of 100 ns
+  b.Spend(-5);  // nothing
+  EXPECT_DOUBLE_EQ(b.spent_ns(), LearningBudget::kCreditNs + 1);
+}
+
+}  // namespace
+}  // namespace arenarpc::internal
