@@ -3,8 +3,8 @@
 // ServerImpl, a CallData state machine per call, a loop on the queue), with
 // the changes arenarpc asks of such a server (marked "arenarpc:"): the
 // call's messages from an AsyncMethod, and for auto to learn on the real
-// calls, three lines (NextTag, Arrived, Answered; without them auto learns
-// on sampled copies on a side thread).
+// calls, three lines (NextTag, Arrived, Answered; without them auto stays
+// on arena).
 //
 //   arenarpc_echo_async_server --port=0 --mode=auto   # "listening on N"
 //   arenarpc_echo_async_server --mode=none            # plain gRPC

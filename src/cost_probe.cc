@@ -9,15 +9,12 @@
 #include <memory>
 
 #include "arenarpc/arena.h"
+#include "arenarpc/internal/cpu_clock.h"
 
 namespace arenarpc {
 namespace {
 
-double CpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
+using internal::ThreadCpuNs;
 
 // A timing shorter than this is dominated by the clock itself.
 constexpr double kMinTimedNs = 50e3;
@@ -33,7 +30,7 @@ double CostProbe::Time(AllocationMode mode, std::string_view wire, int reps,
                        bool* ok) {
   const char* data = wire.data();
   const int size = static_cast<int>(wire.size());
-  const double start = CpuNs();
+  const double start = ThreadCpuNs();
   for (int i = 0; i < reps; ++i) {
     switch (mode) {
       case AllocationMode::kHeap: {
@@ -56,7 +53,7 @@ double CostProbe::Time(AllocationMode mode, std::string_view wire, int reps,
       }
     }
   }
-  return (CpuNs() - start) / reps;
+  return (ThreadCpuNs() - start) / reps;
 }
 
 // At most one parsed copy is alive at a time: the probe runs beside a

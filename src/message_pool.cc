@@ -278,6 +278,13 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
     in_use_.Add(-1);  // last (see above)
     return;
   }
+  ReturnKept(e, size_hint);
+}
+
+// A returned message that stays in its entry: measured, cleared, and
+// evicted if the guards say so.
+void MessagePoolCore::ReturnKept(Entry* e, size_t size_hint) {
+  Message* m = e->message;
   // The content size, where it costs nothing or on a random sample. A
   // heap-instance pool measures its first kYoungReturns returns (one
   // ByteSizeLong() walk each when no size is given): its guard gets a bound
@@ -320,7 +327,16 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
     kept_bytes_.Add(static_cast<int64_t>(e->footprint - regrown));
   }
   e->space = space;
+  ApplyGuards(e, size);
+  retained_.Add(static_cast<int64_t>(e->space));
+  e->Poison(object_size_);
+  cache_->Push(e);
+  in_use_.Add(-1);  // last (see Return)
+}
 
+// Growth, garbage and age: an entry that fails one is emptied.
+void MessagePoolCore::ApplyGuards(Entry* e, size_t size) {
+  const uint64_t space = e->space;
   const bool routed = std::exchange(e->routed, false);
   if (e->peak > guard_->Bound()) {
     evicted_.fetch_add(1, std::memory_order_relaxed);
@@ -343,10 +359,6 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
     aged_.fetch_add(1, std::memory_order_relaxed);
     e->Clear();
   }
-  retained_.Add(static_cast<int64_t>(e->space));
-  e->Poison(object_size_);
-  cache_->Push(e);
-  in_use_.Add(-1);  // last (see above)
 }
 
 void MessagePoolCore::LearnFromFreshReturn(Entry* e, size_t size_hint) {

@@ -68,7 +68,8 @@ TEST(AutoLearnerTest, MedianIgnoresAFewOutliers) {
   int call = 0;
   // Every 6th call 20x slower (a page fault, a preemption): the mean would
   // pick wrongly in some draws, the median does not.
-  Decide(l, {5.0, 1.0, 1.2}, 1000, 0, [&] { return ++call % 6 == 0 ? 20.0 : 1.0; });
+  Decide(l, {5.0, 1.0, 1.2}, 1000, 0,
+         [&] { return ++call % 6 == 0 ? 20.0 : 1.0; });
   EXPECT_EQ(l.current(), kArena);
 }
 
@@ -95,7 +96,8 @@ TEST(AutoLearnerTest, PriorHoldsHeapOutOfLargeCalls) {
   int heap_trials = 0;
   while (auto mode = l.Trial(0)) {
     heap_trials += *mode == kHeap;
-    if (l.Observe(*mode, (*mode == kReuse ? 1.0 : 2.0) * 100000, 100000, false, 0)) {
+    if (l.Observe(*mode, (*mode == kReuse ? 1.0 : 2.0) * 100000, 100000, false,
+                  0)) {
       break;
     }
   }
@@ -217,8 +219,11 @@ TEST(AutoLearnerTest, ConcurrentCallsSettleOnce) {
 
 TEST(LearningBudgetTest, ShareOfTheProcessPlusACredit) {
   LearningBudget b;
+  EXPECT_DOUBLE_EQ(b.share(), LearningBudget::kDefaultShare);
+  b.set_share(0.05);  // the first install's, even above the default
+  EXPECT_DOUBLE_EQ(b.share(), 0.05);
   b.set_share(0.02);
-  b.set_share(0.05);  // the smallest wins
+  b.set_share(0.04);  // then the smallest wins
   EXPECT_DOUBLE_EQ(b.share(), 0.02);
   EXPECT_TRUE(b.HasRoom(0));
   b.Spend(LearningBudget::kCreditNs);
@@ -226,7 +231,7 @@ TEST(LearningBudgetTest, ShareOfTheProcessPlusACredit) {
   b.Spend(1);
   EXPECT_FALSE(b.HasRoom(0));
   EXPECT_TRUE(b.HasRoom(100));  // 2 % of 100 ns
-  b.Spend(-5);  // nothing
+  b.Spend(-5);                  // nothing
   EXPECT_DOUBLE_EQ(b.spent_ns(), LearningBudget::kCreditNs + 1);
 }
 

@@ -47,7 +47,7 @@ class AsyncCorpus {
   // After BuildAndStart: `pending` requests posted per method per queue;
   // `lines`: the threads use arenarpc::NextTag and each call Arrived() and
   // Answered() (auto learns on the real calls), else plain cq->Next (auto
-  // learns on the side thread).
+  // stays on arena).
   void Start(int pending, bool lines = true);
   // After the server's Shutdown: every queue drained, threads joined.
   void Stop();

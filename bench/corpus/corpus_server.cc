@@ -64,8 +64,8 @@ ABSL_FLAG(int, async_pending, 4,
           "--api=async: requests posted per method per queue");
 ABSL_FLAG(bool, async_lines, true,
           "--api=async: arenarpc::NextTag, Arrived() and Answered() (auto "
-          "learns on the real calls); false: plain cq->Next (auto learns on "
-          "the side thread, as before those lines)");
+          "learns on the real calls); false: plain cq->Next (auto stays on "
+          "arena)");
 ABSL_FLAG(int, sync_min_pollers, 0,
           "--api=sync: gRPC's MIN_POLLERS (0: gRPC's default, 1)");
 ABSL_FLAG(int, sync_max_pollers, 0,
@@ -76,7 +76,7 @@ ABSL_FLAG(int, max_receive_bytes, 16 << 20,
 ABSL_FLAG(int, shadow_sample_one_in, 0,
           "shadow measurement: measure 1 call in N in every mode (0: off)");
 ABSL_FLAG(double, shadow_max_cpu_share, 0.01,
-          "shadow measurement: CPU share of the measuring thread");
+          "shadow measurement: its CPU share of the process");
 ABSL_FLAG(
     std::string, capture_dir, "",
     "shadow measurement: write sampled requests here (for arenarpc_advise)");
@@ -478,12 +478,12 @@ int main(int argc, char** argv) {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     const double process_s = static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
     const arenarpc::MeasuringCost c = arenarpc::GetMeasuringCost();
-    std::fprintf(stderr,
-                 "measuring cost: thread %.6f s sampling %.6f s learning %.6f "
-                 "s process %.6f s share %.4f\n",
-                 c.thread_cpu_s, c.sampling_cpu_s, c.learning_cpu_s, process_s,
-                 (c.thread_cpu_s + c.sampling_cpu_s + c.learning_cpu_s) /
-                     process_s);
+    std::fprintf(
+        stderr,
+        "measuring cost: thread %.6f s sampling %.6f s learning %.6f "
+        "s process %.6f s share %.4f\n",
+        c.thread_cpu_s, c.sampling_cpu_s, c.learning_cpu_s, process_s,
+        (c.thread_cpu_s + c.sampling_cpu_s + c.learning_cpu_s) / process_s);
   }
   for (const arenarpc::MeasuredMethodStats& m :
        arenarpc::GetMeasuredMethodStats()) {

@@ -284,6 +284,8 @@ class MessagePoolCore {
   bool ServingFreshArenas() const;
   void CountFreshReturn();
   void LearnFromFreshReturn(Entry* entry, size_t size_hint);
+  void ReturnKept(Entry* entry, size_t size_hint);
+  void ApplyGuards(Entry* entry, size_t size);
   void TurnHeapInstancesOff();
 
   const MessagePoolOptions options_;

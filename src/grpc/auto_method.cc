@@ -2,7 +2,7 @@
 // (src/internal/auto_learner.h) within the learning budget, the async
 // windows, what a mode keeps given back once calls stop running in it, and
 // the decisions file's hooks.
-#include <time.h>
+#include <stdlib.h>  // defines __GLIBC__ for the test below
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -18,6 +18,7 @@
 #include "arenarpc/grpc/internal/auto_call.h"
 #include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/stats.h"
+#include "arenarpc/internal/cpu_clock.h"
 #include "arenarpc/internal/mutex.h"
 #include "src/grpc/decision_file.h"
 #include "src/grpc/measured_stats.h"
@@ -35,12 +36,6 @@ constexpr int kLossWindow = 32;
 // heap or page cache; smaller ones leave little (docs/DESIGN_NOTES.md,
 // "Memory while learning").
 constexpr double kReleaseAfterBytes = 256 << 10;
-
-double CpuNs(clockid_t clock) {
-  timespec ts;
-  clock_gettime(clock, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
 
 double NowS() {
   return std::chrono::duration<double>(
@@ -73,7 +68,7 @@ bool BudgetHasRoom(double now_s) {
   static std::atomic<double> read_at_s{-1};
   if (now_s - read_at_s.load(std::memory_order_relaxed) > 0.01) {
     read_at_s.store(now_s, std::memory_order_relaxed);
-    cpu_ns.store(CpuNs(CLOCK_PROCESS_CPUTIME_ID), std::memory_order_relaxed);
+    cpu_ns.store(ProcessCpuNs(), std::memory_order_relaxed);
   }
   return Budget().HasRoom(cpu_ns.load(std::memory_order_relaxed));
 }
@@ -90,9 +85,10 @@ struct AutoMethod::State {
       : name(std::move(n)),
         request(req),
         response(resp),
-        learner(LearnerOptions{.recheck_after_s = o.recheck_after_s,
-                               .prior_min_bytes = o.prior.min_bytes,
-                               .prior_heap_ns_per_byte = o.prior.heap_ns_per_byte}),
+        learner(
+            LearnerOptions{.recheck_after_s = o.recheck_after_s,
+                           .prior_min_bytes = o.prior.min_bytes,
+                           .prior_heap_ns_per_byte = o.prior.heap_ns_per_byte}),
         trim_reuse(trim) {}
 
   const std::string name;
@@ -198,8 +194,6 @@ void CountWindow(AutoMethod::State& m, bool lost) {
 
 }  // namespace
 
-double ThreadCpuNs() { return CpuNs(CLOCK_THREAD_CPUTIME_ID); }
-
 uint64_t AssignCallThread() {
   static std::atomic<uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
@@ -209,14 +203,14 @@ AutoMethod::AutoMethod(std::string name, const AutoOptions& options,
                        const google::protobuf::Descriptor* request,
                        const google::protobuf::Descriptor* response,
                        void (*trim_reuse)())
-    : state_(new State(std::move(name), options, request, response,
-                       trim_reuse)) {
+    : state_(
+          new State(std::move(name), options, request, response, trim_reuse)) {
   Budget().set_share(std::clamp(options.max_cpu_share, 0.0, 1.0));
   Registry::Get().Add(this);
   if (options.decisions_path.empty()) return;
   DecisionEntry id = IdentityOf(state_->name, request, response);
-  if (auto d = DecisionAtInstall(options.decisions_path,
-                                 options.save_decisions, id)) {
+  if (auto d = DecisionAtInstall(options.decisions_path, options.save_decisions,
+                                 id)) {
     state_->learner.Load(d->mode, NowS());
   }
 }
@@ -325,13 +319,8 @@ void AsyncCall::Arrived() {
 }
 
 void AsyncCall::SizeRequest(const google::protobuf::Message& request) {
-  const double start = ThreadCpuNs();
-  t_.bytes += static_cast<double>(request.ByteSizeLong());
-  const double ns = ThreadCpuNs() - start;
-  t_.size_request = false;
-  t_.sizing_ns += ns;
   AsyncThreadWindow& w = async_thread_window;
-  if (w.open() && w.seq == seq_) w.excluded_ns += ns;
+  t_.SizeRequest(request, w.open() && w.seq == seq_ ? &w.excluded_ns : nullptr);
 }
 
 void AsyncCall::BeforeFreeRequest(const google::protobuf::Message& request) {
@@ -396,7 +385,8 @@ std::vector<DecisionEntry> AutoMethodDecisions() {
     const AutoLearner::Snapshot s = m.learner.snapshot();
     e.mode = s.mode;
     e.source = s.source;
-    for (int i = 0; i < kNumAllocationModes; ++i) e.cost_us[i] = s.cost_ns[i] / 1e3;
+    for (int i = 0; i < kNumAllocationModes; ++i)
+      e.cost_us[i] = s.cost_ns[i] / 1e3;
     e.calls = s.observed;
     out.push_back(std::move(e));
   }
@@ -422,7 +412,8 @@ std::vector<MeasuredMethodStats> AutoMethodsStats() {
     s.method = m.name;
     s.automatic = true;
     s.mode = s.recommended = snap.mode;
-    for (int i = 0; i < kNumAllocationModes; ++i) s.cost_us[i] = snap.cost_ns[i] / 1e3;
+    for (int i = 0; i < kNumAllocationModes; ++i)
+      s.cost_us[i] = snap.cost_ns[i] / 1e3;
     s.switches = snap.switches;
     s.settled = !snap.learning;
     s.decisions = snap.decisions;

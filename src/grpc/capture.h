@@ -3,7 +3,7 @@
 // in <dir>/<method>/TYPE. Bounded by files and bytes per method, counting
 // the files a previous run left there.
 //
-// Thread safety: one thread at a time (the measuring thread).
+// Thread safety: one thread at a time (the background thread).
 // Lifetime: none beyond the object's; files stay.
 #ifndef ARENARPC_SRC_GRPC_CAPTURE_H_
 #define ARENARPC_SRC_GRPC_CAPTURE_H_

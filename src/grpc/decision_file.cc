@@ -1,6 +1,5 @@
 #include "src/grpc/decision_file.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -435,25 +434,18 @@ absl::Status SaveAutoDecisions(const std::string& path) {
   static std::atomic<uint64_t> serial{0};
   const std::string tmp =
       absl::StrCat(path, ".tmp.", getpid(), ".", serial.fetch_add(1));
-  const int fd =
-      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
+  std::FILE* f = std::fopen(tmp.c_str(), "we");  // e: close on exec
+  if (f == nullptr) {
     return internal::ErrnoStatus(errno, absl::StrCat("cannot create ", tmp));
   }
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return internal::ErrnoStatus(err, absl::StrCat("cannot write ", tmp));
-    }
-    done += static_cast<size_t>(n);
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
+            std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  int err = ok ? 0 : errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    const int err = errno;
+  if (!ok) {
     unlink(tmp.c_str());
     return internal::ErrnoStatus(err, absl::StrCat("cannot write ", tmp));
   }

@@ -4,7 +4,6 @@
 #include "arenarpc/grpc/internal/shadow_meter.h"
 
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "arenarpc/cost_probe.h"
 #include "arenarpc/grpc/stats.h"
+#include "arenarpc/internal/cpu_clock.h"
 #include "arenarpc/internal/mutex.h"
 #include "arenarpc/mode_chooser.h"
 #include "arenarpc/page_pool.h"
@@ -69,12 +69,6 @@ constexpr size_t kMaxQueuedBytes = size_t{16} << 20;
 constexpr double kCreditNs = 5e6;
 constexpr double kLearnMinBytes = 4096;
 
-double CpuNs(clockid_t clock) {
-  timespec ts;
-  clock_gettime(clock, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
 struct Sample {
   ShadowMeter::State* method;
   SampleBytes request;
@@ -103,7 +97,8 @@ class Shadow {
     if (!mu_.TryLock()) return false;  // never wait on a call thread
     MutexLock lock(&mu_, std::adopt_lock);
     const size_t bytes = s.request.size() + s.response.size();
-    if (queue_.size() >= kMaxQueued || queued_bytes_ + bytes > kMaxQueuedBytes) {
+    if (queue_.size() >= kMaxQueued ||
+        queued_bytes_ + bytes > kMaxQueuedBytes) {
       return false;
     }
     if (!drain_posted_) {
@@ -116,7 +111,8 @@ class Shadow {
     return true;
   }
   void AddSampling(double ns) {
-    sampling_ns_.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+    sampling_ns_.fetch_add(static_cast<uint64_t>(ns),
+                           std::memory_order_relaxed);
   }
   double sampling_ns() const {
     return static_cast<double>(sampling_ns_.load(std::memory_order_relaxed));
@@ -155,7 +151,7 @@ class Shadow {
     return share_;
   }
   void Measure(ShadowMeter::State& m, const Sample& s) {
-    const double start = CpuNs(CLOCK_THREAD_CPUTIME_ID);
+    const double start = ThreadCpuNs();
     WriteCapture(m, s);
     // The budget: what measuring spent, with what this sample is expected
     // to cost (one large sample would overshoot a short run's share).
@@ -163,9 +159,9 @@ class Shadow {
         static_cast<double>(s.request.size() + s.response.size());
     const double share = this->share();
     if (share < 1.0 && spent_ns_ + sampling_ns() + bytes * m.ns_per_byte >
-                           share * CpuNs(CLOCK_PROCESS_CPUTIME_ID) + kCreditNs) {
+                           share * ProcessCpuNs() + kCreditNs) {
       m.dropped.fetch_add(1, std::memory_order_relaxed);
-      spent_ns_ += CpuNs(CLOCK_THREAD_CPUTIME_ID) - start;
+      spent_ns_ += ThreadCpuNs() - start;
       return;
     }
     if (m.request_probe == nullptr) {
@@ -176,16 +172,18 @@ class Shadow {
     if (total.ok) {
       const ModeCosts response = m.response_probe->Measure(s.response.view());
       total.ok = response.ok;
-      for (int i = 0; i < kNumAllocationModes; ++i) total.ns[i] += response.ns[i];
+      for (int i = 0; i < kNumAllocationModes; ++i)
+        total.ns[i] += response.ns[i];
     }
-    const double spent = CpuNs(CLOCK_THREAD_CPUTIME_ID) - start;
+    const double spent = ThreadCpuNs() - start;
     spent_ns_ += spent;
     if (!total.ok) {
       m.malformed.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     if (bytes >= kLearnMinBytes) {
-      m.ns_per_byte += 0.5 * (std::clamp(spent / bytes, 1.0, 1000.0) - m.ns_per_byte);
+      m.ns_per_byte +=
+          0.5 * (std::clamp(spent / bytes, 1.0, 1000.0) - m.ns_per_byte);
     }
     m.chooser.Observe(total);
   }
@@ -198,7 +196,8 @@ class Shadow {
           m.options.capture_max_files, m.options.capture_max_bytes);
     }
     // Only bytes that parse: the capture feeds a tool that rejects the rest.
-    std::unique_ptr<google::protobuf::Message> parsed(m.request_prototype->New());
+    std::unique_ptr<google::protobuf::Message> parsed(
+        m.request_prototype->New());
     if (!parsed->ParseFromArray(s.request.view().data(),
                                 static_cast<int>(s.request.size()))) {
       return;
@@ -267,7 +266,8 @@ void ShadowMeter::Submit(SampleBytes request,
 }
 
 bool ShadowMeter::SubmitBytes(SampleBytes request, SampleBytes response) {
-  if (Shadow::Get().Push(Sample{state_, std::move(request), std::move(response)})) {
+  if (Shadow::Get().Push(
+          Sample{state_, std::move(request), std::move(response)})) {
     return true;
   }
   state_->dropped.fetch_add(1, std::memory_order_relaxed);
@@ -326,7 +326,8 @@ std::vector<MeasuredMethodStats> ShadowMethodStats() {
     s.method = m->name;
     s.mode = m->mode();
     s.recommended = snap.mode;
-    for (int i = 0; i < kNumAllocationModes; ++i) s.cost_us[i] = snap.cost_ns[i] / 1e3;
+    for (int i = 0; i < kNumAllocationModes; ++i)
+      s.cost_us[i] = snap.cost_ns[i] / 1e3;
     if (snap.samples > 0) {
       s.saving_us = s.cost_us[static_cast<int>(s.mode)] -
                     s.cost_us[static_cast<int>(s.recommended)];

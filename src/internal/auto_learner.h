@@ -68,8 +68,8 @@ class AutoLearner {
     uint64_t observed = 0;  // timed calls observed, in all
     uint64_t warming = 0;   // timed calls left out as warming, in all
     uint64_t decisions = 0;
-    uint64_t switches = 0;          // decisions that changed the mode
-    uint64_t prior_decisions = 0;   // taken with heap held out
+    uint64_t switches = 0;              // decisions that changed the mode
+    uint64_t prior_decisions = 0;       // taken with heap held out
     uint64_t first_decision_calls = 0;  // observed when the first settled
     double first_decision_s = -1;       // seconds from the first observation
   };
@@ -84,8 +84,8 @@ class AutoLearner {
   // at `now_s` starts here). Cheap when settled: two atomic loads.
   std::optional<AllocationMode> Trial(double now_s);
   // One timed call in `mode`. True if it settled a decision.
-  bool Observe(AllocationMode mode, double cost_ns, double bytes,
-               bool warming, double now_s);
+  bool Observe(AllocationMode mode, double cost_ns, double bytes, bool warming,
+               double now_s);
   // How much dearer `mode` is than the cheapest measured in this decision,
   // as a share of its cost (0 when not known): what a trial in it wastes.
   double ExcessShare(AllocationMode mode) const;
@@ -126,14 +126,20 @@ class AutoLearner {
 // used little CPU). Thread safety: any thread.
 class LearningBudget {
  public:
+  static constexpr double kDefaultShare = 0.02;
   static constexpr double kCreditNs = 5e6;
-  void set_share(double share) {  // the smallest of the installs' wins
+  // The first install's share, then the smallest asked for.
+  void set_share(double share) {
     double cur = share_.load(std::memory_order_relaxed);
-    while (share < cur &&
-           !share_.compare_exchange_weak(cur, share, std::memory_order_relaxed)) {
+    while (
+        (cur < 0 || share < cur) &&
+        !share_.compare_exchange_weak(cur, share, std::memory_order_relaxed)) {
     }
   }
-  double share() const { return share_.load(std::memory_order_relaxed); }
+  double share() const {
+    const double s = share_.load(std::memory_order_relaxed);
+    return s < 0 ? kDefaultShare : s;
+  }
   bool HasRoom(double process_cpu_ns) const {
     return spent_ns() <= share() * process_cpu_ns + kCreditNs;
   }
@@ -146,7 +152,7 @@ class LearningBudget {
   }
 
  private:
-  std::atomic<double> share_{0.02};
+  std::atomic<double> share_{-1};  // -1: no install set it yet
   std::atomic<uint64_t> spent_ns_{0};
 };
 

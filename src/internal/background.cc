@@ -2,7 +2,6 @@
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "arenarpc/internal/cpu_clock.h"
 #include "arenarpc/internal/mutex.h"
 
 namespace arenarpc::internal {
@@ -45,7 +45,9 @@ class Background {
     ticks_.push_back(std::move(tick));
     Start();
   }
-  uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
+  uint64_t progress() const {
+    return progress_.load(std::memory_order_relaxed);
+  }
   double cpu_ns() const { return cpu_ns_.load(std::memory_order_relaxed); }
 
   // The queued tasks, then every tick. On the background thread (or a
@@ -68,11 +70,7 @@ class Background {
       ticks = ticks_;
     }
     for (auto& tick : ticks) tick();
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    cpu_ns_.store(static_cast<double>(ts.tv_sec) * 1e9 +
-                      static_cast<double>(ts.tv_nsec),
-                  std::memory_order_relaxed);
+    cpu_ns_.store(ThreadCpuNs(), std::memory_order_relaxed);
   }
 
  private:

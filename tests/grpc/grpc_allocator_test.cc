@@ -1,6 +1,7 @@
 // arenarpc::grpc without a server: allocators and FreeRequest() in each
 // mode, the install helpers, stats and their Prometheus rendering, the
 // client call scope and the stream arena.
+#include <gmock/gmock.h>
 #include <google/protobuf/arena.h>
 #include <gtest/gtest.h>
 
@@ -46,7 +47,8 @@ TEST_P(AllocatorTest, HolderLifecycleAndFreeRequest) {
   const AllocationMode mode = GetParam();
   auto* allocator = DefaultMessageAllocator<EchoRequest, EchoResponse>(mode);
   ASSERT_NE(allocator, nullptr);
-  EXPECT_EQ(allocator, (DefaultMessageAllocator<EchoRequest, EchoResponse>(mode)));
+  EXPECT_EQ(allocator,
+            (DefaultMessageAllocator<EchoRequest, EchoResponse>(mode)));
   const GrpcModeStats before = testing::ModeStats(mode);
   const MessagePoolStats req_pool = DefaultMessagePool<EchoRequest>().Stats();
 
@@ -91,7 +93,8 @@ TEST_P(AllocatorTest, HolderLifecycleAndFreeRequest) {
   EXPECT_EQ(holder->request(), nullptr);
   holder->FreeRequest();  // twice is harmless
   if (concrete == AllocationMode::kReuse) {
-    EXPECT_EQ(DefaultMessagePool<EchoRequest>().Stats().in_use, req_pool.in_use);
+    EXPECT_EQ(DefaultMessagePool<EchoRequest>().Stats().in_use,
+              req_pool.in_use);
   }
   EXPECT_EQ(holder->response()->payload_size(), 200);
   holder->Release();
@@ -112,7 +115,8 @@ TEST_P(AllocatorTest, ReleaseWithoutFreeRequest) {
   const AllocationMode mode = GetParam();
   auto* allocator = DefaultMessageAllocator<EchoRequest, EchoResponse>(mode);
   const uint64_t in_flight = InFlight(mode);
-  const uint64_t pool_in_use = DefaultMessagePool<EchoResponse>().Stats().in_use;
+  const uint64_t pool_in_use =
+      DefaultMessagePool<EchoResponse>().Stats().in_use;
   for (int i = 0; i < 50; ++i) {
     auto* holder = allocator->AllocateMessages();
     // A message left by a previous call never shows through.
@@ -138,7 +142,8 @@ TEST_P(AllocatorTest, RequestDoneFreesTheRequestUncounted) {
   const AllocationMode mode = GetParam();
   const GrpcModeStats before = testing::ModeStats(mode);
   auto* holder = dynamic_cast<internal::CallHolder<EchoRequest, EchoResponse>*>(
-      DefaultMessageAllocator<EchoRequest, EchoResponse>(mode)->AllocateMessages());
+      DefaultMessageAllocator<EchoRequest, EchoResponse>(mode)
+          ->AllocateMessages());
   ASSERT_NE(holder, nullptr);
   const bool reuse =
       dynamic_cast<internal::ReuseHolder<EchoRequest, EchoResponse>*>(holder) !=
@@ -159,6 +164,32 @@ TEST_P(AllocatorTest, RequestDoneFreesTheRequestUncounted) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, AllocatorTest, testing::AllModes(),
                          testing::ModeTestName);
+
+// A method installed again with the same options shares the first
+// install's allocator; with other kAuto or shadow options it is refused,
+// loudly, and the first install's options stay (before: the second install
+// reported success and silently kept the first options).
+TEST(InstallTest, InstallingAgainWithOtherOptionsIsRefused) {
+  ServerOptions first(AllocationMode::kAuto);
+  first.automatic.recheck_after_s = 60;
+  echo::EchoServiceImpl a;
+  ASSERT_TRUE(echo::InstallEchoServiceAllocators(&a, first).ok());
+  echo::EchoServiceImpl b;
+  const InstallResult same = echo::InstallEchoServiceAllocators(&b, first);
+  EXPECT_TRUE(same.ok()) << same.ToString();
+  ServerOptions other = first;
+  other.automatic.recheck_after_s = 5;
+  echo::EchoServiceImpl c;
+  const InstallResult refused = echo::InstallEchoServiceAllocators(&c, other);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.served(), 0);
+  EXPECT_THAT(refused.ToString(),
+              testing::HasSubstr("other kAuto or shadow options"));
+  other = first;
+  other.shadow.sample_one_in = 10;
+  echo::EchoServiceImpl d;
+  EXPECT_FALSE(echo::InstallEchoServiceAllocators(&d, other).ok());
+}
 
 TEST(InstallTest, PluginAndTemplateInstallTheSameAllocator) {
   echo::EchoServiceImpl a;
@@ -361,22 +392,6 @@ TEST(StreamArenaTest, TotalsAreExported) {
   EXPECT_EQ(value("arenarpc_grpc_stream_arenas_total"),
             before.streams_created + 1);
 }
-
-// StreamArena's old names (Make, GetStats) still compile and do the same,
-// for one release.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-TEST(StreamArenaTest, DeprecatedNamesStillWork) {
-  StreamArena arena;
-  {
-    StreamMessage<EchoRequest> request = arena.Make<EchoRequest>();
-    EXPECT_TRUE(request);
-  }
-  const StreamArenaStats s = arena.GetStats();
-  EXPECT_EQ(s.messages, arena.Stats().messages);
-  EXPECT_EQ(s.messages, 1u);
-}
-#pragma GCC diagnostic pop
 
 TEST(StreamArenaTest, OverlappingMessagesRotateAtTheThreshold) {
   StreamArena arena(/*recycle_bytes=*/64 << 10);

@@ -57,9 +57,9 @@
 #include <utility>
 
 #include "arenarpc/allocation_mode.h"
+#include "arenarpc/grpc/internal/auto_call.h"
 #include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/internal/holders.h"
-#include "arenarpc/grpc/internal/auto_call.h"
 #include "arenarpc/grpc/internal/shadow_meter.h"
 #include "arenarpc/grpc/kill_switch.h"
 #include "arenarpc/grpc/server_options.h"
@@ -105,7 +105,7 @@ MessagePool<T>& DefaultMessagePool() {
 
 namespace internal {
 // kAuto: gives back the idle instances of a method's kReuse pools once it
-// stops running calls in reuse (src/grpc/auto_memory.h).
+// stops running calls in reuse (src/grpc/auto_method.cc).
 template <class Req, class Resp>
 void TrimDefaultMessagePools() {
   DefaultMessagePool<Req>().Trim();
@@ -199,7 +199,8 @@ class MeteredMessageAllocator final
   }
   // An async call's messages (arenarpc/grpc/async.h): its trial, if any, in
   // `timing` (the clock started), for AsyncCall to time.
-  ::grpc::MessageHolder<Req, Resp>* AllocateAsync(internal::CallTiming* timing) {
+  ::grpc::MessageHolder<Req, Resp>* AllocateAsync(
+      internal::CallTiming* timing) {
     return Allocate(internal::CallKind::kAsync, 0, timing);
   }
 

@@ -123,15 +123,6 @@ class StreamArena {
 
   StreamArenaStats Stats() const;
 
-  // Old names, for one release.
-  template <class T, class... Args>
-  [[deprecated("use Create")]] StreamMessage<T> Make(Args&&... args) {
-    return Create<T>(std::forward<Args>(args)...);
-  }
-  [[deprecated("use Stats")]] StreamArenaStats GetStats() const {
-    return Stats();
-  }
-
  private:
   template <class T>
   friend class StreamMessage;

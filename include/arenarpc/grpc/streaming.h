@@ -290,7 +290,7 @@ class StreamMessages {
   // Requests() (the method's response prototype given), not Responses().
   bool incoming() const { return empty_response_ != nullptr; }
 
-  // kAuto / shadow: the message's bytes go to the measuring thread, as the
+  // Shadow: the message's bytes go to the background thread, as the
   // request or the response of a call of the method.
   void Sample() {
     const double start = internal::ThreadCpuNs();

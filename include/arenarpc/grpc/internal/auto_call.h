@@ -31,11 +31,9 @@
 
 #include "arenarpc/allocation_mode.h"
 #include "arenarpc/grpc/server_options.h"
+#include "arenarpc/internal/cpu_clock.h"
 
 namespace arenarpc::internal {
-
-// The calling thread's CPU time, ns.
-double ThreadCpuNs();
 
 enum class CallKind : uint8_t { kSync, kCallback, kAsync };
 
@@ -58,6 +56,17 @@ struct CallTiming {
   bool warming = false;       // reuse on a new pool instance
   uint64_t thread = 0;        // the clock's thread and its holder events
   uint64_t events = 0;
+
+  // Walks the request for its bytes: not the call's cost (billed); the
+  // walk's time is also added to *excluded when given.
+  void SizeRequest(const google::protobuf::Message& request, double* excluded) {
+    const double start = ThreadCpuNs();
+    bytes += static_cast<double>(request.ByteSizeLong());
+    const double ns = ThreadCpuNs() - start;
+    size_request = false;
+    sizing_ns += ns;
+    if (excluded != nullptr) *excluded += ns;
+  }
 };
 
 class AutoMethod {
@@ -155,12 +164,9 @@ class TimedCall {
            thread_call_events.events == t_.events;
   }
   void SizeRequest(const google::protobuf::Message& request) {
-    const double start = ThreadCpuNs();
-    t_.bytes += static_cast<double>(request.ByteSizeLong());
-    const double ns = ThreadCpuNs() - start;
-    t_.size_request = false;
-    t_.sizing_ns += ns;
-    if (thread_call_events.thread == t_.thread) t_.excluded_ns += ns;
+    t_.SizeRequest(request, thread_call_events.thread == t_.thread
+                                ? &t_.excluded_ns
+                                : nullptr);
   }
 
   CallTiming t_;
