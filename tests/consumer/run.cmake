@@ -122,12 +122,16 @@ foreach(module ${modules})
   separate_arguments(cxx_flags UNIX_COMMAND "${flags}")
   set(source ${SOURCE_DIR}/main.cc)
   set(expected "consumer ok")
+  # main.cc checks the .pc file's version against the header's.
+  execute_process(COMMAND ${PKG_CONFIG} --modversion ${module}
+                  OUTPUT_VARIABLE pc_version OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(version_flag "-DARENARPC_PACKAGE_VERSION=\"${pc_version}\"")
   if(module STREQUAL "arenarpc-grpc")
     set(source ${SOURCE_DIR}/pkg_config_grpc.cc)
     set(expected "pkg-config grpc ok")
   endif()
   set(program ${WORK_DIR}/pkg_config_${module})
-  execute_process(COMMAND ${CXX} -std=c++20 ${cxx_flags} ${source}
+  execute_process(COMMAND ${CXX} -std=c++20 ${cxx_flags} ${version_flag} ${source}
                           -o ${program} ${pc_flags}
                   RESULT_VARIABLE rc)
   if(rc)
