@@ -12,7 +12,7 @@
 # - fuzz: each libFuzzer harness for 60 s (scripts/fuzz.sh);
 # - modern: the core against protobuf 35.1 under ASan (below);
 # - grpc156: the whole tree in Release with -Werror against gRPC 1.56.2 and
-#   protobuf 23.1, and every test (scripts/grpc_leg.sh). It is also the
+#   protobuf 23.1, and its tests (scripts/grpc_leg.sh). It is also the
 #   Release build (gcc -O2 warns about more than -O0: -Wrestrict,
 #   -Wmaybe-uninitialized) and runs the glibc-malloc tests a sanitizer
 #   build skips;
