@@ -123,7 +123,10 @@ fi
 if leg asan; then
 leg_start=$SECONDS
 use_ccache
-cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+# Line tables only (-g1, here and in the modern leg): all a sanitizer's
+# report needs; full -g took a tenth more compile time (a gRPC test: 22.2
+# against 20.3 CPU-s) and a quarter more object size.
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
   -DARENARPC_SANITIZE=address,undefined -DARENARPC_WERROR=ON \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache
 # What ctest runs: the benchmarks no smoke test runs are the grpc156 leg's.
@@ -186,7 +189,8 @@ rm -f build/asan-modern/CMakeCache.txt
 # ASan only: gcc 12 rejects abseil 20250512's constexpr function-pointer
 # comparisons (hash_policy_traits.h) under -fsanitize=undefined.
 ASAN_OPTIONS=detect_leaks=0 cmake -S . -B build/asan-modern -G Ninja \
-  -DCMAKE_BUILD_TYPE=Debug -DARENARPC_SANITIZE=address -DARENARPC_WERROR=ON \
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+  -DARENARPC_SANITIZE=address -DARENARPC_WERROR=ON \
   -DARENARPC_BUILD_GRPC=OFF -DCMAKE_PREFIX_PATH="$modern_prefix" \
   -DARENARPC_PROTOC="$modern_protoc" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_C_COMPILER_LAUNCHER=ccache
