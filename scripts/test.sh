@@ -1,26 +1,28 @@
 #!/usr/bin/env bash
-# The whole test suite: first the format check (scripts/format.sh
-# --check), then a clang build of the libraries with
-# -Wthread-safety as an error, which checks the ABSL_GUARDED_BY lock rules
-# (the tsa leg: builds, runs nothing), then unit tests under ASan+UBSan
-# (Debug, debug checks on), then the concurrency tests under TSan (the core,
-# and the gRPC adapters without a gRPC runtime: Debian's gRPC is not
-# TSan-instrumented, see docs/MEASURE.md), then the core against protobuf 35.1
-# under ASan (see the end; skipped, and said so, when pip cannot fetch its
-# sources).
-# Installs what it needs first. The release leg builds what a user's
-# Release build does (library, tools, examples, benchmarks; gcc -O2 warns
-# about more than -O0: -Wrestrict, -Wmaybe-uninitialized), with -Werror;
-# it builds and runs only the glibc-malloc tests (which a sanitizer build
-# skips); through ccache a warm run costs little. Then the fuzz leg: each libFuzzer harness
-# for 60 s (scripts/fuzz.sh). Every build treats warnings as errors
-# (ARENARPC_WERROR). The grpc156-record leg, first as it takes a second,
-# checks that the gRPC 1.56.2 leg's kept output is this tree's
-# (scripts/grpc_leg.sh: too long cold for CI, run by hand on every change to
-# the adapters' gRPC side; the opt-in grpc156 leg runs it). ARENARPC_TEST_LEGS
-# picks legs (default
-# "grpc156-record format tsa release asan tsan fuzz modern").
-# Each leg prints the seconds it took, and the whole run too.
+# The whole test suite, in legs (ARENARPC_TEST_LEGS picks them; default
+# "format tsa asan tsan fuzz modern grpc156"):
+# - format: scripts/format.sh --check;
+# - tsa: a clang build of the libraries with -Wthread-safety as an error,
+#   which checks the ABSL_GUARDED_BY lock rules (builds, runs nothing);
+# - asan: every test under ASan+UBSan (Debug, debug checks on), building
+#   only what ctest runs (arenarpc_test_targets);
+# - tsan: the concurrency tests (the core, and the gRPC adapters without a
+#   gRPC runtime: Debian's gRPC is not TSan-instrumented, see
+#   docs/MEASURE.md);
+# - fuzz: each libFuzzer harness for 60 s (scripts/fuzz.sh);
+# - modern: the core against protobuf 35.1 under ASan (below);
+# - grpc156: the whole tree in Release with -Werror against gRPC 1.56.2 and
+#   protobuf 23.1, and its tests (scripts/grpc_leg.sh). It is also the
+#   Release build (gcc -O2 warns about more than -O0: -Wrestrict,
+#   -Wmaybe-uninitialized) and runs the glibc-malloc tests a sanitizer
+#   build skips;
+# - release (opt-in): what a user's Release build compiles against Debian's
+#   gRPC, and the glibc-malloc tests.
+# Debian's gRPC 1.51 is the release the other legs use. Every build treats
+# warnings as errors (ARENARPC_WERROR). The modern and grpc156 legs'
+# fixtures, when not cached, build from the start in the background (see
+# start_fixture). Installs what it needs first. Each leg prints the seconds
+# it took, and the whole run too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run_start=$SECONDS
@@ -36,13 +38,35 @@ if [ "$free_kib" -lt $((6 * 1024 * 1024)) ]; then
 fi
 
 jobs=$(nproc)
-legs=" ${ARENARPC_TEST_LEGS:-grpc156-record format tsa release asan tsan fuzz modern} "
+legs=" ${ARENARPC_TEST_LEGS:-format tsa asan tsan fuzz modern grpc156} "
 leg() { [[ "$legs" == *" $1 "* ]]; }
 
-# First, as it takes a second: a change to src/grpc or
-# include/arenarpc/grpc needs the gRPC 1.56.2 leg run again on it.
-if leg grpc156-record; then
-  bash scripts/grpc_leg.sh --check
+# A fixture not yet cached (scripts/*_fixture.sh) builds from the start in
+# the background, niced by its script, on the CPU the legs before its own
+# leave idle (ctest's waits, each fuzzer's single thread): cold, it is most
+# of its leg's time. A cached one returns at once. Its leg waits for it
+# (wait_fixture); a run that fails before then leaves it building on, for
+# the next run.
+declare -A fixture_pid
+start_fixture() {  # NAME SCRIPT VARIANT
+  mkdir -p build
+  "scripts/$2" "$3" > "build/fixture_$1.out" 2> "build/fixture_$1.log" &
+  fixture_pid[$1]=$!
+}
+# wait_fixture NAME: its log on stderr; sets fixture_prefix, or returns the
+# script's exit code (3: the sources could not be fetched).
+wait_fixture() {
+  local rc=0
+  wait "${fixture_pid[$1]}" || rc=$?
+  cat "build/fixture_$1.log" >&2
+  [ "$rc" -eq 0 ] || return "$rc"
+  fixture_prefix="$(tail -n 1 "build/fixture_$1.out")"
+}
+if leg modern && [ -z "${ARENARPC_PROTOBUF_PREFIX:-}" ]; then
+  start_fixture modern protobuf_fixture.sh asan
+fi
+if leg grpc156; then
+  start_fixture grpc156 grpc_fixture.sh release
 fi
 
 if leg format; then
@@ -99,10 +123,14 @@ fi
 if leg asan; then
 leg_start=$SECONDS
 use_ccache
-cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+# Line tables only (-g1, here and in the modern leg): all a sanitizer's
+# report needs; full -g took a tenth more compile time (a gRPC test: 22.2
+# against 20.3 CPU-s) and a quarter more object size.
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
   -DARENARPC_SANITIZE=address,undefined -DARENARPC_WERROR=ON \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache
-cmake --build build/asan -j "$jobs"
+# What ctest runs: the benchmarks no smoke test runs are the grpc156 leg's.
+cmake --build build/asan -j "$jobs" --target arenarpc_test_targets
 (cd build/asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs")
 echo "test.sh: the asan leg took $((SECONDS - leg_start)) s"
 fi
@@ -128,15 +156,8 @@ if leg fuzz; then
   echo "test.sh: the fuzz leg took $((SECONDS - leg_start)) s"
 fi
 
-# Opt-in (ARENARPC_TEST_LEGS=grpc156): the adapters against gRPC 1.56.2,
-# refreshing docs/raw/grpc_versions/grpc156.txt.
-if leg grpc156; then
-  leg_start=$SECONDS
-  bash scripts/grpc_leg.sh
-  echo "test.sh: the grpc156 leg took $((SECONDS - leg_start)) s"
-fi
-
-leg modern || exit 0
+# Legs in a function of their own return early (a SKIPPED leg).
+modern_leg() {
 
 # The core against a modern protobuf (docs/PROTOBUF_VERSIONS.md), under
 # ASan, without the gRPC adapters (Debian's gRPC is built with 3.21).
@@ -147,19 +168,19 @@ leg modern || exit 0
 # scripts/protobuf_fixture.sh from the grpcio-tools sdist (pip, pinned,
 # sha256-checked) into a cache keyed by its hash. With libprotoc there, the
 # plugin is built and its editions test runs (tests/plugin_editions.cmake).
-leg_start=$SECONDS
 modern_prefix="${ARENARPC_PROTOBUF_PREFIX:-}"
 modern_protoc="${ARENARPC_PROTOC:-}"
 if [ -z "$modern_prefix" ]; then
   rc=0
-  modern_prefix="$(scripts/protobuf_fixture.sh asan)" || rc=$?
+  wait_fixture modern || rc=$?
   if [ "$rc" -eq 3 ]; then
     echo "SKIPPED: the core against a modern protobuf (pip could not fetch" \
          "the sources; set ARENARPC_PROTOBUF_PREFIX, docs/PROTOBUF_VERSIONS.md)"
-    exit 0
+    return 0
   elif [ "$rc" -ne 0 ]; then
-    exit "$rc"
+    return "$rc"
   fi
+  modern_prefix="$fixture_prefix"
 fi
 use_ccache
 # A new fixture key is a new prefix: forget the cached package paths.
@@ -168,11 +189,13 @@ rm -f build/asan-modern/CMakeCache.txt
 # ASan only: gcc 12 rejects abseil 20250512's constexpr function-pointer
 # comparisons (hash_policy_traits.h) under -fsanitize=undefined.
 ASAN_OPTIONS=detect_leaks=0 cmake -S . -B build/asan-modern -G Ninja \
-  -DCMAKE_BUILD_TYPE=Debug -DARENARPC_SANITIZE=address -DARENARPC_WERROR=ON \
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+  -DARENARPC_SANITIZE=address -DARENARPC_WERROR=ON \
   -DARENARPC_BUILD_GRPC=OFF -DCMAKE_PREFIX_PATH="$modern_prefix" \
   -DARENARPC_PROTOC="$modern_protoc" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_C_COMPILER_LAUNCHER=ccache
-ASAN_OPTIONS=detect_leaks=0 cmake --build build/asan-modern -j "$jobs"
+ASAN_OPTIONS=detect_leaks=0 cmake --build build/asan-modern -j "$jobs" \
+  --target arenarpc_test_targets
 # detect_container_overflow=0: protobuf 35.1's RepeatedField copy constructor
 # annotates its inline storage twice (once in the constructor it delegates
 # to), and gcc 12's ASan runtime CHECK-fails on the second one; a plain heap
@@ -185,6 +208,28 @@ ASAN_OPTIONS=detect_leaks=0 cmake --build build/asan-modern -j "$jobs"
 if [ -z "${ARENARPC_PROTOBUF_PREFIX:-}" ] &&
    ! (cd build/asan-modern && ctest -N -R '^plugin_refuses_editions$' | grep -q 'Total Tests: 1'); then
   echo "test.sh: plugin_refuses_editions is missing from the modern leg" >&2
-  exit 1
+  return 1
 fi
-echo "test.sh: the modern-protobuf leg took $((SECONDS - leg_start)) s"
+}
+if leg modern; then
+  leg_start=$SECONDS
+  modern_leg
+  echo "test.sh: the modern-protobuf leg took $((SECONDS - leg_start)) s"
+fi
+
+# The adapters against gRPC 1.56.2 (scripts/grpc_leg.sh; its fixture,
+# scripts/grpc_fixture.sh, fetches its sources with cargo and pip).
+if leg grpc156; then
+  leg_start=$SECONDS
+  rc=0
+  wait_fixture grpc156 || rc=$?
+  if [ "$rc" -eq 3 ]; then
+    echo "SKIPPED: the gRPC 1.56.2 leg (cargo or pip could not fetch the" \
+         "fixture's sources; scripts/grpc_fixture.sh)"
+  elif [ "$rc" -ne 0 ]; then
+    exit "$rc"
+  else
+    ARENARPC_JOBS="$jobs" bash scripts/grpc_leg.sh
+  fi
+  echo "test.sh: the grpc156 leg took $((SECONDS - leg_start)) s"
+fi

@@ -7,6 +7,7 @@
 #include "arenarpc/arena.h"
 #include "arenarpc/metrics.h"
 #include "arenarpc/page_pool.h"
+#include "arenarpc/version.h"
 
 int main() {
   std::string wire;
@@ -26,6 +27,9 @@ int main() {
       std::string::npos) {
     return 5;
   }
+#ifdef ARENARPC_PACKAGE_VERSION
+  if (std::string(arenarpc::kVersion) != ARENARPC_PACKAGE_VERSION) return 6;
+#endif
   std::puts("consumer ok");
   return 0;
 }

@@ -7,12 +7,22 @@
 # the documented snippets there (scripts/doc_snippets.py) and compiles them
 # against the installed tree instead, each on its own (-k 0: every broken
 # snippet is named).
+# With ARENARPC_SOURCE_DIR (the add_subdirectory_consumer test): no install;
+# the consumers build arenarpc from that source tree as a subproject, with
+# the dependencies found through PREFIX_PATH; no .pc files.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
-execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix}
-                RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "install failed: ${rc}")
+set(subdir_args)
+if(ARENARPC_SOURCE_DIR)
+  set(prefix "${PREFIX_PATH}")
+  set(subdir_args -DARENARPC_SOURCE_DIR=${ARENARPC_SOURCE_DIR}
+                  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
+else()
+  execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix}
+                  RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "install failed: ${rc}")
+  endif()
 endif()
 set(flags "${CXX_FLAGS}")
 set(link_flags "")
@@ -31,8 +41,8 @@ if(SNIPPETS_DIR)
                    -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G Ninja
-                  ${snippet_args}
-                  -DCMAKE_PREFIX_PATH=${prefix} "-DCMAKE_CXX_FLAGS=${flags}"
+                  ${snippet_args} ${subdir_args}
+                  "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_FLAGS=${flags}"
                   "-DCMAKE_EXE_LINKER_FLAGS=${link_flags}"
                   -DCMAKE_CXX_COMPILER=${CXX} -DWITH_GRPC=${WITH_GRPC}
                 RESULT_VARIABLE rc)
@@ -69,6 +79,9 @@ endif()
 
 # pkg-config: the installed .pc files, found through PKG_CONFIG_PATH (and
 # protobuf's own, where it has a prefix of its own).
+if(ARENARPC_SOURCE_DIR)
+  return()
+endif()
 if(NOT PKG_CONFIG)
   message(WARNING "pkg-config not found: .pc files not checked")
   return()
@@ -122,12 +135,16 @@ foreach(module ${modules})
   separate_arguments(cxx_flags UNIX_COMMAND "${flags}")
   set(source ${SOURCE_DIR}/main.cc)
   set(expected "consumer ok")
+  # main.cc checks the .pc file's version against the header's.
+  execute_process(COMMAND ${PKG_CONFIG} --modversion ${module}
+                  OUTPUT_VARIABLE pc_version OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(version_flag "-DARENARPC_PACKAGE_VERSION=\"${pc_version}\"")
   if(module STREQUAL "arenarpc-grpc")
     set(source ${SOURCE_DIR}/pkg_config_grpc.cc)
     set(expected "pkg-config grpc ok")
   endif()
   set(program ${WORK_DIR}/pkg_config_${module})
-  execute_process(COMMAND ${CXX} -std=c++20 ${cxx_flags} ${source}
+  execute_process(COMMAND ${CXX} -std=c++20 ${cxx_flags} ${version_flag} ${source}
                           -o ${program} ${pc_flags}
                   RESULT_VARIABLE rc)
   if(rc)
