@@ -146,7 +146,8 @@ class LearningBudget {
   }
 
  private:
-  std::atomic<double> share_{0.02};
+  // Until the first install sets it (each install can only lower it).
+  std::atomic<double> share_{1.0};
   std::atomic<uint64_t> spent_ns_{0};
 };
 
