@@ -26,6 +26,8 @@ namespace {
 
 using ::arenarpc::echo::EchoRequest;
 using ::arenarpc::echo::EchoResponse;
+using ::arenarpc::testing::BurnCpu;
+using ::arenarpc::testing::HolderMode;
 using ::arenarpc::testing::MeasuredStatsOf;
 using Allocator = MeteredMessageAllocator<EchoRequest, EchoResponse>;
 using Holder = internal::CallHolder<EchoRequest, EchoResponse>;
@@ -48,23 +50,6 @@ double ProcessCpuNs() {
   return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
 }
 double SpentNs() { return GetMeasuringCost().learning_cpu_s * 1e9; }
-
-// A call's own work, in CPU (a ratio between modes, not a wall time).
-void BurnCpu(double ns) {
-  const double start = internal::ThreadCpuNs();
-  volatile uint64_t x = 1;
-  while (internal::ThreadCpuNs() - start < ns) x = x * 3 + 1;
-}
-
-AllocationMode ModeOf(Holder* h) {
-  if (dynamic_cast<internal::ReuseHolder<EchoRequest, EchoResponse>*>(h)) {
-    return AllocationMode::kReuse;
-  }
-  if (dynamic_cast<internal::ArenaHolder<EchoRequest, EchoResponse>*>(h)) {
-    return AllocationMode::kArena;
-  }
-  return AllocationMode::kHeap;
-}
 
 // A sync call's messages, as SyncUnaryHandler::Deserialize takes them.
 Holder* AllocateSync(Allocator& a, double request_bytes) {
@@ -105,7 +90,7 @@ SyncRun SyncCalls(Allocator& a, const std::string& name, double share,
     const double cpu_after = ProcessCpuNs();
     if (h->Timed()) {
       ++run.trials;
-      if (run.first.size() < 3) run.first.push_back(ModeOf(h));
+      if (run.first.size() < 3) run.first.push_back(HolderMode(h));
       if (spent_before > share * cpu_after + kCreditNs) run.within = false;
     } else {
       ++run.refused;
@@ -113,7 +98,7 @@ SyncRun SyncCalls(Allocator& a, const std::string& name, double share,
         run.within = false;
       }
     }
-    BurnCpu(cost[static_cast<int>(ModeOf(h))]);
+    BurnCpu(cost[static_cast<int>(HolderMode(h))]);
     h->Release();
   }
   return run;
@@ -237,7 +222,7 @@ MeasuredMethodStats WithColdReuse(const std::string& name, int cold_reuse) {
     const bool drained = reuse_calls < cold_reuse;
     if (drained) DrainEchoPools();
     Holder* h = AllocateSync(a, 1000);
-    const AllocationMode m = ModeOf(h);
+    const AllocationMode m = HolderMode(h);
     if (m == AllocationMode::kReuse) ++reuse_calls;
     const Costs cost = {6e5, 4e5, drained ? 2e6 : 1e5};
     BurnCpu(cost[static_cast<int>(m)]);

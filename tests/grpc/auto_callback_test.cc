@@ -171,19 +171,7 @@ TEST(AutoCallbackTest, TimedCallbackCallsKeepToTheBudget) {
   for (int call = 0; call < 100; ++call) {
     auto* holder = allocator.AllocateMessages();
     ASSERT_TRUE(holder->request()->ParseFromString(bytes));
-    AllocationMode mode = AllocationMode::kHeap;
-    if (dynamic_cast<internal::ReuseHolder<EchoRequest, EchoResponse>*>(
-            holder) != nullptr) {
-      mode = AllocationMode::kReuse;
-    } else if (dynamic_cast<internal::ArenaHolder<EchoRequest, EchoResponse>*>(
-                   holder) != nullptr) {
-      mode = AllocationMode::kArena;
-    }
-    const double start = internal::ThreadCpuNs();
-    volatile uint64_t x = 1;
-    while (internal::ThreadCpuNs() - start < cost[static_cast<int>(mode)]) {
-      x = x * 3 + 1;
-    }
+    testing::BurnCpu(cost[static_cast<int>(testing::HolderMode(holder))]);
     holder->Release();
   }
   // What the tests above spent on a share of 1.0 may be over this share's

@@ -25,6 +25,8 @@ namespace {
 
 using ::arenarpc::echo::EchoRequest;
 using ::arenarpc::echo::EchoResponse;
+using ::arenarpc::testing::BurnCpu;
+using ::arenarpc::testing::HolderMode;
 using ::arenarpc::testing::MeasuredStatsOf;
 using Allocator = MeteredMessageAllocator<EchoRequest, EchoResponse>;
 using Holder = internal::CallHolder<EchoRequest, EchoResponse>;
@@ -37,22 +39,6 @@ const bool kManualBackground = [] {
       [](std::function<void()> /*body*/) {});
   return true;
 }();
-
-void BurnCpu(double ns) {
-  const double start = internal::ThreadCpuNs();
-  volatile uint64_t x = 1;
-  while (internal::ThreadCpuNs() - start < ns) x = x * 3 + 1;
-}
-
-AllocationMode ModeOf(Holder* h) {
-  if (dynamic_cast<internal::ReuseHolder<EchoRequest, EchoResponse>*>(h)) {
-    return AllocationMode::kReuse;
-  }
-  if (dynamic_cast<internal::ArenaHolder<EchoRequest, EchoResponse>*>(h)) {
-    return AllocationMode::kArena;
-  }
-  return AllocationMode::kHeap;
-}
 
 uint64_t IdleReuse() {
   return DefaultMessagePool<EchoRequest>().Stats().idle +
@@ -83,7 +69,7 @@ Call SyncCall(Allocator& a, const std::string& name, double bytes,
   EchoRequest request;
   echo::BuildEchoRequest(5, 7, &request);
   EXPECT_TRUE(h->request()->ParseFromString(request.SerializeAsString()));
-  c.mode = ModeOf(h);
+  c.mode = HolderMode(h);
   c.trial = h->Timed();
   BurnCpu(cost[static_cast<int>(c.mode)]);
   h->Release();

@@ -99,6 +99,26 @@ inline ServerOptions RealCallsOptions() {
   return options;
 }
 
+// CPU on the calling thread: a call's own work where kAuto times calls
+// (tests use it as a cost ratio between modes, never as a wall time).
+inline void BurnCpu(double ns) {
+  const double start = internal::ThreadCpuNs();
+  volatile uint64_t x = 1;
+  while (internal::ThreadCpuNs() - start < ns) x = x * 3 + 1;
+}
+
+// The mode a holder of arenarpc's allocators serves its call in.
+template <class Req, class Resp>
+AllocationMode HolderMode(::grpc::MessageHolder<Req, Resp>* h) {
+  if (dynamic_cast<internal::ReuseHolder<Req, Resp>*>(h) != nullptr) {
+    return AllocationMode::kReuse;
+  }
+  if (dynamic_cast<internal::ArenaHolder<Req, Resp>*>(h) != nullptr) {
+    return AllocationMode::kArena;
+  }
+  return AllocationMode::kHeap;
+}
+
 // A server on 127.0.0.1, a free port (*port), serving `service`; `more`
 // adds to the builder (a completion queue, limits) before it is built.
 inline std::unique_ptr<grpc::Server> StartLocalServer(
