@@ -4,14 +4,13 @@
 // the process's CPU plus the start-up credit; sync calls are timed in turn
 // per mode, callback calls only when released where they were made; reuse
 // calls on new pool instances are left out, up to 32. The share is
-// process-wide and the smallest install's wins, so the tests run in this
-// order in their own binary.
+// process-wide and the smallest install's wins: own binary, each test
+// right alone (ctest runs each in a process of its own) and in this order.
 #include <gtest/gtest.h>
 #include <time.h>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
