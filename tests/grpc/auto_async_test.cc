@@ -1,12 +1,12 @@
-// kAuto learning on the real calls of async completion-queue methods
+// kAuto on the real calls of async completion-queue methods
 // (arenarpc/grpc/async.h): with the user's lines (arenarpc::NextTag,
 // CallMessages::Arrived and Answered) a call is timed from before the
 // Next() that returned its request to after Finish(), plus its messages'
-// making and release; without them the method learns on the measuring
-// thread as before. A window that is not the call's own is lost (not
-// observed); a call that did not end OK is not observed either (sync too).
-// Own binary: kAuto's budget is process-wide, and these tests want every
-// call timed (share 1.0).
+// making and release; without them the method stays in its starting mode
+// (arena) and times nothing. A window that is not the call's own is lost;
+// a call that did not end OK, or never came, is failed: neither is
+// observed (sync calls that fail neither). Own binary: kAuto's budget is
+// process-wide, and these tests want every call a trial (share 1.0).
 #include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -107,10 +107,9 @@ class AsyncEchoServer {
   testing::AsyncEchoQueue queue_;
 };
 
-// With the lines, calls one at a time: every window is the call's own, so
-// the method settles on timed real calls alone, none measured on the
-// measuring thread (the first call, made before the lines were seen, may
-// have been sampled: not mixed in).
+// With the lines, calls one at a time: every window is the call's own
+// (the next CallData, made inside it, is left out), so the method settles
+// on timed calls, none lost.
 TEST(AutoAsyncTest, WithTheLinesSettlesOnTimedRealCalls) {
   const std::string method = "t.AsyncLines/Echo";
   AsyncEchoServer server(method, /*lines=*/true);
@@ -122,38 +121,45 @@ TEST(AutoAsyncTest, WithTheLinesSettlesOnTimedRealCalls) {
   MeasuredMethodStats s;
   EXPECT_TRUE(WaitFor([&] {
     s = MeasuredStatsOf(method);
-    return s.settled && s.settle_calls > 0;
+    return s.decisions > 0;
   }));
-  EXPECT_GT(s.timed_calls, 0u);
+  EXPECT_TRUE(s.settled);
+  EXPECT_FALSE(s.untimed);
+  // A decision observes at least min_calls (6) of each mode it kept.
+  EXPECT_GE(s.timed_calls, 12u);
   EXPECT_EQ(s.lost_calls, 0u);
   EXPECT_EQ(s.failed_calls, 0u);
-  EXPECT_EQ(s.side_samples, 0u);
-  EXPECT_FALSE(s.callback_fallback);
-  EXPECT_GT(s.samples, 0u);
-  EXPECT_LE(s.samples, s.timed_calls);
-  // Requests of one size: sized until 8 agree, then on 1 call in 8 at
-  // random (src/grpc/request_sizes.h; the slack as in auto_callback_test).
-  EXPECT_GE(s.sized_requests, 8u);
-  EXPECT_LE(s.sized_requests, 12 + s.timed_calls / 4);
 }
 
-// Without the lines (plain cq->Next, no Arrived/Answered): today's
-// learning on the measuring thread, no call timed.
-TEST(AutoAsyncTest, WithoutTheLinesLearnsOnTheSideThread) {
+// Without the lines (plain cq->Next, no Arrived/Answered) a call's CPU
+// cannot be told apart from the thread's other work: no trials, every call
+// in arena, nothing timed, lost or failed.
+TEST(AutoAsyncTest, WithoutTheLinesStaysOnArenaAndTimesNothing) {
   const std::string method = "t.AsyncPlain/Echo";
-  AsyncEchoServer server(method, /*lines=*/false);
-  EXPECT_TRUE(WaitFor([&] {
-    EXPECT_TRUE(server.Call());
-    return MeasuredStatsOf(method).side_samples >= 3;
-  }));
+  const GrpcStats before = GetGrpcStats();
+  {
+    AsyncEchoServer server(method, /*lines=*/false);
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(server.Call());
+  }  // shut down: every CallData's messages released
+  const GrpcStats after = GetGrpcStats();
+  auto calls = [&](AllocationMode m) {
+    const int i = static_cast<int>(m);
+    return after.modes[i].calls - before.modes[i].calls;
+  };
+  EXPECT_GE(calls(AllocationMode::kArena), 100u);
+  EXPECT_EQ(calls(AllocationMode::kHeap), 0u);
+  EXPECT_EQ(calls(AllocationMode::kReuse), 0u);
   const MeasuredMethodStats s = MeasuredStatsOf(method);
-  EXPECT_EQ(s.timed_calls, 0u);
-  EXPECT_EQ(s.lost_calls, 0u);
+  EXPECT_EQ(s.mode, AllocationMode::kArena);
+  EXPECT_EQ(s.decisions, 0u);
+  EXPECT_EQ(s.timed_calls + s.warming_calls + s.lost_calls + s.failed_calls,
+            0u);
 }
 
 // The same calls, driven by hand on one thread: a completion queue with an
 // alarm gives NextTag a tag to return; the request is parsed in place as
-// gRPC would. Each step's windows counted deterministically.
+// gRPC would. Each step's windows counted deterministically (a fresh method
+// per test: its first call shows the lines, the next ones are trials).
 class AsyncWindowTest : public ::testing::Test {
  protected:
   AsyncWindowTest()
@@ -216,10 +222,11 @@ TEST_F(AsyncWindowTest, TimedWhenTheWindowIsTheCallsOwn) {
   EXPECT_EQ(s.timed_calls + s.warming_calls,
             before.timed_calls + before.warming_calls + 2);
   EXPECT_EQ(s.lost_calls, 0u);
-  EXPECT_EQ(s.samples, s.timed_calls);
+  EXPECT_EQ(s.failed_calls, 0u);
 }
 
-// A window that is not the call's own is lost: counted, not observed.
+// A window that is not the call's own is lost: counted, not observed. A
+// trial that never arrived, or arrived and was never answered, is failed.
 TEST_F(AsyncWindowTest, AWindowNotTheCallsOwnIsLost) {
   GoodCall();
   GoodCall();
@@ -238,7 +245,8 @@ TEST_F(AsyncWindowTest, AWindowNotTheCallsOwnIsLost) {
   }
   {
     // Another call's messages released between the Next and Arrived():
-    // that Next's event was the other call's.
+    // that Next's event was the other call's (the other, never arrived,
+    // is a failed call).
     auto other = method_.NewCall();
     auto call = method_.NewCall();
     Next();
@@ -266,13 +274,13 @@ TEST_F(AsyncWindowTest, AWindowNotTheCallsOwnIsLost) {
   }
   const MeasuredMethodStats s = MeasuredStatsOf(name());
   EXPECT_EQ(s.lost_calls, 4u);
-  EXPECT_EQ(s.failed_calls, 1u);
+  EXPECT_EQ(s.failed_calls, 2u);
   EXPECT_EQ(s.timed_calls, before.timed_calls);
-  EXPECT_EQ(s.samples, before.samples);
+  EXPECT_EQ(s.warming_calls, before.warming_calls);
 }
 
-// A call answered with an error, or not answered, is not observed; a call
-// that never came (released at shutdown) is not counted at all.
+// A call answered with an error, not answered, or that never came
+// (released at shutdown) is failed: counted, not observed.
 TEST_F(AsyncWindowTest, FailedAndUnarrivedCallsAreNotObserved) {
   GoodCall();
   const MeasuredMethodStats before = MeasuredStatsOf(name());
@@ -291,13 +299,13 @@ TEST_F(AsyncWindowTest, FailedAndUnarrivedCallsAreNotObserved) {
     auto call = method_.NewCall();  // never came
   }
   const MeasuredMethodStats s = MeasuredStatsOf(name());
-  EXPECT_EQ(s.failed_calls, before.failed_calls + 2);
+  EXPECT_EQ(s.failed_calls, before.failed_calls + 3);
   EXPECT_EQ(s.timed_calls, before.timed_calls);
-  EXPECT_EQ(s.samples, before.samples);
+  EXPECT_EQ(s.warming_calls, before.warming_calls);
   EXPECT_EQ(s.lost_calls, 0u);
 }
 
-// Sync: a call whose handler returns an error is timed but not observed.
+// Sync: a call whose handler returns an error is a trial, not observed.
 class FailingEcho final : public EchoService::Service {
  public:
   grpc::Status Echo(grpc::ServerContext*, const EchoRequest*,
@@ -330,8 +338,7 @@ TEST(AutoAsyncTest, SyncCallsThatFailAreNotObserved) {
     return s.failed_calls >= 20;
   }));
   EXPECT_EQ(s.failed_calls, 20u);
-  EXPECT_EQ(s.timed_calls, 0u);
-  EXPECT_EQ(s.samples, 0u);
+  EXPECT_EQ(s.timed_calls + s.warming_calls + s.lost_calls, 0u);
   local.server->Shutdown(std::chrono::system_clock::now());
 }
 

@@ -1,216 +1,173 @@
-// kAuto's memory (src/grpc/auto_memory.h): which modes' idle memory is
-// given back after the learner moves, and that giving it back empties what
-// the mode holds (process-wide pools and a releasing thread: own binary).
-#include "src/grpc/auto_memory.h"
-
+// kAuto's memory: what a mode keeps idle is given back, on the background
+// thread, once calls stop running in it. After a decision, every mode but
+// the chosen one; while learning, a heap or arena trial of 256 KiB or more
+// that ran beside calls in another mode; reuse's instances are kept while
+// learning (they are what makes reuse cheap), as are small trials' leftovers.
+// The background thread is never started here: its tasks run on the test
+// thread when the test says (RunBackgroundOnce), so what was posted and
+// what it gave back are read deterministically. Own binary: the pools and
+// the background thread are process-wide.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <chrono>
+#include <array>
+#include <functional>
 #include <string>
 
 #include "arenarpc/arena.h"
-#include "arenarpc/grpc/server.h"
+#include "arenarpc/grpc/allocators.h"
 #include "arenarpc/grpc/stats.h"
-#include "arenarpc/message_pool.h"
 #include "arenarpc/page_pool.h"
 #include "grpc/grpc_test_util.h"
+#include "src/internal/background.h"
 
-namespace arenarpc::internal {
+namespace arenarpc {
 namespace {
 
 using ::arenarpc::echo::EchoRequest;
 using ::arenarpc::echo::EchoResponse;
-using ::arenarpc::testing::WaitFor;
+using ::arenarpc::testing::BurnCpu;
+using ::arenarpc::testing::HolderMode;
+using ::arenarpc::testing::MeasuredStatsOf;
+using Allocator = MeteredMessageAllocator<EchoRequest, EchoResponse>;
+using Holder = internal::CallHolder<EchoRequest, EchoResponse>;
+using Costs = std::array<double, kNumAllocationModes>;  // ns, by mode
 
-constexpr AllocationMode kHeap = AllocationMode::kHeap;
-constexpr AllocationMode kArena = AllocationMode::kArena;
-constexpr AllocationMode kReuse = AllocationMode::kReuse;
-constexpr double kLarge = AutoMemory::kTrialBytes;
-constexpr double kSmall = AutoMemory::kTrialBytes - 1;
+// Before anything is posted in this process: the thread's body is kept,
+// never run.
+const bool kManualBackground = [] {
+  internal::SetBackgroundThreadStarterForTesting(
+      [](std::function<void()> /*body*/) {});
+  return true;
+}();
 
-TEST(AutoMemoryTest, TheModeCallsLeftIsGivenBack) {
-  AutoMemory memory;
-  // The first call observed: nothing was running before.
-  EXPECT_EQ(memory.Note(kArena, false, kArena, kSmall), 0u);
-  EXPECT_EQ(memory.Note(kArena, false, kArena, kLarge), 0u);  // running
-  // The lead moved calls to reuse: arena's memory goes.
-  EXPECT_EQ(memory.Note(kReuse, false, kReuse, kSmall), ModeBit(kArena));
-  EXPECT_EQ(memory.Note(kReuse, false, kReuse, kSmall), 0u);
+uint64_t IdleReuse() {
+  return DefaultMessagePool<EchoRequest>().Stats().idle +
+         DefaultMessagePool<EchoResponse>().Stats().idle;
 }
-
-TEST(AutoMemoryTest, EveryOtherModeIsGivenBackOnceWhenItSettles) {
-  AutoMemory memory;
-  EXPECT_EQ(memory.Note(kReuse, false, kReuse, kSmall), 0u);
-  EXPECT_EQ(memory.Note(kReuse, true, kReuse, kSmall),
-            ModeBit(kHeap) | ModeBit(kArena));
-  EXPECT_EQ(memory.Note(kReuse, true, kReuse, kSmall), 0u);
-  // A re-check, then settled again: its trials ended again.
-  EXPECT_EQ(memory.Note(kReuse, false, kReuse, kSmall), 0u);
-  EXPECT_EQ(memory.Note(kReuse, true, kReuse, kSmall),
-            ModeBit(kHeap) | ModeBit(kArena));
-}
-
-TEST(AutoMemoryTest, ALargeHeapOrArenaTrialIsGivenBack) {
-  AutoMemory memory;
-  EXPECT_EQ(memory.Note(kReuse, false, kReuse, kLarge), 0u);  // running
-  EXPECT_EQ(memory.Note(kReuse, false, kHeap, kLarge), ModeBit(kHeap));
-  EXPECT_EQ(memory.Note(kReuse, false, kArena, kLarge), ModeBit(kArena));
-  EXPECT_EQ(memory.Note(kReuse, false, kHeap, kSmall), 0u);
-  EXPECT_EQ(memory.Note(kReuse, false, kArena, kSmall), 0u);
-  // Reuse's trials keep theirs while it learns (see AutoMemory::Note).
-  EXPECT_EQ(memory.Note(kArena, false, kArena, kLarge), ModeBit(kReuse));
-  EXPECT_EQ(memory.Note(kArena, false, kReuse, kLarge), 0u);
-  EXPECT_EQ(memory.Note(kArena, false, kReuse, kSmall), 0u);
-}
-
-// Settled in arena: a reuse trial that ends after the decision (an async
-// server's call posted before it) gives its instance back, whatever its
-// size; settled in reuse, a reuse call never does.
-TEST(AutoMemoryTest, AReuseTrialEndingAfterTheDecisionIsGivenBack) {
-  AutoMemory memory;
-  EXPECT_EQ(memory.Note(kArena, false, kArena, kSmall), 0u);
-  EXPECT_EQ(memory.Note(kArena, true, kArena, kSmall),
-            ModeBit(kHeap) | ModeBit(kReuse));  // settled: its trials ended
-  EXPECT_EQ(memory.Note(kArena, true, kReuse, kSmall), ModeBit(kReuse));
-  EXPECT_EQ(memory.Note(kArena, true, kReuse, kLarge), ModeBit(kReuse));
-  EXPECT_EQ(memory.Note(kArena, true, kArena, kLarge), 0u);
-  AutoMemory in_reuse;
-  EXPECT_EQ(in_reuse.Note(kReuse, true, kReuse, kLarge),
-            ModeBit(kHeap) | ModeBit(kArena));
-  EXPECT_EQ(in_reuse.Note(kReuse, true, kReuse, kLarge), 0u);
-}
-
-std::atomic<int> heap_trims{0};
-void CountHeapTrim() { heap_trims.fetch_add(1); }
-
-MessagePool<EchoRequest>& TestPool() {
-  static MessagePool<EchoRequest>* const pool = new MessagePool<EchoRequest>();
-  return *pool;
-}
-void TrimTestPool() {
-  TestPool().Trim();
-  TestPool().ReleaseIdleCaches(std::chrono::milliseconds(0));
-}
-
-std::string Bytes(int scale) {
-  EchoRequest r;
-  echo::BuildEchoRequest(scale, 7, &r);
-  return r.SerializeAsString();
-}
-
+uint64_t IdleArenas() { return GetArenaStats().arenas_idle; }
 uint64_t CachedPages() { return PagePool::Default().Stats().pages_cached; }
 
-TEST(ReleaseModeMemoryTest, ArenaGivesBackIdleArenasAndPages) {
-  const std::string bytes = Bytes(100);
-  for (int i = 0; i < 4; ++i) {
-    ScopedArena arena;
-    EchoRequest* r = arena.Create<EchoRequest>();
-    ASSERT_TRUE(r->ParseFromString(bytes));
-  }
-  ASSERT_GT(GetArenaStats().arenas_idle, 0u);
-  ASSERT_GT(CachedPages(), 0u);
-  heap_trims = 0;
-  ReleaseModeMemory(ModeBit(kArena), nullptr, &CountHeapTrim);
-  EXPECT_EQ(GetArenaStats().arenas_idle, 0u);
-  EXPECT_EQ(CachedPages(), 0u);
-  EXPECT_EQ(heap_trims, 0);
+// One sync call (as sync_handler.h makes it) of `bytes` on the wire,
+// parsed, costing cost[mode]. What it was, and how many background tasks
+// it posted (none runs meanwhile).
+struct Call {
+  AllocationMode mode = AllocationMode::kArena;
+  AllocationMode before = AllocationMode::kArena;  // the method's, before
+  bool trial = false;
+  bool settled = false;  // this call took a decision
+  uint64_t posted = 0;
+};
+Call SyncCall(Allocator& a, const std::string& name, double bytes,
+              const Costs& cost) {
+  Call c;
+  c.before = a.automatic()->mode();
+  const uint64_t decisions = MeasuredStatsOf(name).decisions;
+  const uint64_t progress = internal::BackgroundProgress();
+  internal::sync_request_bytes = bytes;
+  auto* h = static_cast<Holder*>(a.AllocateMessages());
+  internal::sync_request_bytes = -1;
+  EchoRequest request;
+  echo::BuildEchoRequest(5, 7, &request);
+  EXPECT_TRUE(h->request()->ParseFromString(request.SerializeAsString()));
+  c.mode = HolderMode(h);
+  c.trial = h->Timed();
+  BurnCpu(cost[static_cast<int>(c.mode)]);
+  h->Release();
+  c.posted = internal::BackgroundProgress() - progress;
+  c.settled = MeasuredStatsOf(name).decisions > decisions;
+  return c;
 }
 
-TEST(ReleaseModeMemoryTest, ReuseGivesBackItsIdleInstancesAndTheirPages) {
-  const std::string bytes = Bytes(100);
-  {
-    PooledMessage<EchoRequest> a = TestPool().Acquire();
-    PooledMessage<EchoRequest> b = TestPool().Acquire();
-    ASSERT_TRUE(a.ParseFrom(bytes));
-    ASSERT_TRUE(b.ParseFrom(bytes));
-  }
-  ASSERT_GT(TestPool().Stats().idle, 0u);
-  heap_trims = 0;
-  ReleaseModeMemory(ModeBit(kReuse), &TrimTestPool, &CountHeapTrim);
-  EXPECT_EQ(TestPool().Stats().idle, 0u);
-  EXPECT_EQ(TestPool().Stats().retained_bytes, 0u);
-  EXPECT_EQ(CachedPages(), 0u);
-  EXPECT_EQ(heap_trims, 0);
-}
-
-TEST(ReleaseModeMemoryTest, HeapTrimsTheHeapOnly) {
-  {
-    ScopedArena arena;  // an idle arena that must stay
-    ASSERT_TRUE(arena.Create<EchoRequest>()->ParseFromString(Bytes(10)));
-  }
-  const uint64_t idle = GetArenaStats().arenas_idle;
-  ASSERT_GT(idle, 0u);
-  heap_trims = 0;
-  ReleaseModeMemory(ModeBit(kHeap), &TrimTestPool, &CountHeapTrim);
-  EXPECT_EQ(heap_trims, 1);
-  EXPECT_EQ(GetArenaStats().arenas_idle, idle);
-}
-
-// A queued release runs on the releasing thread and bills what it spent
-// there (kAuto's learning budget, in the meter) once per merged release.
-std::atomic<int> bills{0};
-std::atomic<double> billed_ns{0};
-void CountBill(double ns) {
-  billed_ns.store(billed_ns.load() + ns);
-  bills.fetch_add(1);
-}
-
-TEST(QueueModeReleaseTest, TheReleasingThreadBillsItsCpu) {
-  const uint64_t done = ModeReleasesDone();
-  QueueModeRelease(ModeBit(kHeap) | ModeBit(kArena), nullptr, &CountBill);
-  ASSERT_TRUE(WaitFor([&] { return ModeReleasesDone() > done; }));
-  EXPECT_EQ(bills.load(), 1);
-  EXPECT_GT(billed_ns.load(), 0) << "malloc_trim and the page pool's trim "
-                                    "take CPU on the releasing thread";
-}
-
-// The calling thread's work: a call's CPU in its mode.
-void BurnCpu(double ns) {
-  const double start = MethodMeter::ThreadCpuNs();
-  volatile uint64_t x = 1;
-  while (MethodMeter::ThreadCpuNs() - start < ns) x = x * 3 + 1;
-}
-
-std::atomic<int> reuse_trims{0};
-void CountReuseTrim() { reuse_trims.fetch_add(1); }
-
-// The hook in the meter: large sync calls learned in turn (heap 0.6 ms,
-// arena 0.4 ms, reuse 0.2 ms of CPU): heap's trials and, once calls run
-// in reuse, arena's memory are given back on the releasing thread; when
-// it settles on reuse, heap's and arena's again; reuse's never (it runs).
-TEST(AutoMemoryHookTest, WhatAutoStopsRunningInIsGivenBack) {
-  AutoOptions automatic;
-  automatic.max_cpu_share = 0.05;
-  automatic.learn = AutoLearning::kRealCalls;
-  MethodMeter meter("/t.M/Memory", AllocationMode::kAuto, ShadowOptions{},
-                    &EchoRequest::default_instance(),
-                    &EchoResponse::default_instance(), automatic,
-                    &CountReuseTrim);
-  const uint64_t heap_before = ModeReleases(kHeap);
-  const uint64_t arena_before = ModeReleases(kArena);
-  const double cost[] = {6e5, 4e5, 2e5};
-  for (int call = 0; call < 600 && meter.LearnsOnCall(kLarge); ++call) {
-    MethodMeter::CallTiming t;
-    const AllocationMode m = meter.ModeForCall(kLarge, &t);
-    BurnCpu(cost[static_cast<int>(m)]);
-    if (t.meter != nullptr) meter.EndTimedCall(t);
-    bool settled = false;
-    for (const MeasuredMethodStats& s : GetMeasuredMethodStats()) {
-      if (s.method == "/t.M/Memory") settled = s.settled;
+// Learning in 1000-byte calls where arena is cheapest: reuse's instances
+// stay while it learns (each reuse trial's kept, the background run after
+// every call), small heap trials post nothing; the decision posts heap's
+// and reuse's releases, and running them empties the reuse pools.
+TEST(AutoMemoryTest, SettledOnArenaReuseInstancesAreGivenBack) {
+  const std::string name = "/t.Memory/Arena";
+  Allocator a(name, testing::RealCallsOptions());
+  const Costs cost = {6e5, 2e5, 4e5};  // heap 3x arena, reuse 2x
+  bool reused = false;
+  Call c;
+  for (int i = 0; i < 1000 && !c.settled; ++i) {
+    c = SyncCall(a, name, 1000, cost);
+    ASSERT_TRUE(c.trial);
+    if (c.settled) break;
+    EXPECT_EQ(c.posted, 0u) << AllocationModeName(c.mode) << " trial";
+    internal::RunBackgroundOnce();
+    reused = reused || c.mode == AllocationMode::kReuse;
+    if (reused) {
+      EXPECT_GT(IdleReuse(), 0u);
     }
-    if (settled) break;
   }
-  ASSERT_EQ(meter.mode(), kReuse);
-  // Heap: each large trial and the settling; arena: the move to reuse and
-  // the settling (queued releases of one method merge, so at least one).
-  EXPECT_TRUE(WaitFor([&] {
-    return ModeReleases(kHeap) > heap_before &&
-           ModeReleases(kArena) > arena_before;
-  })) << ModeReleases(kHeap) - heap_before
-      << " heap, " << ModeReleases(kArena) - arena_before << " arena";
-  EXPECT_EQ(reuse_trims, 0);
+  ASSERT_TRUE(c.settled);
+  ASSERT_EQ(a.automatic()->mode(), AllocationMode::kArena);
+  EXPECT_EQ(c.posted, 2u);  // heap's and reuse's
+  EXPECT_GT(IdleReuse(), 0u);
+  internal::RunBackgroundOnce();
+  EXPECT_EQ(IdleReuse(), 0u);
+}
+
+// Settled on reuse: arena's idle arenas and cached pages go back; reuse's
+// instances stay (calls run in it).
+TEST(AutoMemoryTest, SettledOnReuseArenaPagesAreGivenBack) {
+  const std::string name = "/t.Memory/Reuse";
+  Allocator a(name, testing::RealCallsOptions());
+  const Costs cost = {6e5, 4e5, 2e5};  // heap 3x reuse, arena 2x
+  Call c;
+  for (int i = 0; i < 1000 && !c.settled; ++i) {
+    c = SyncCall(a, name, 1000, cost);
+    if (!c.settled) internal::RunBackgroundOnce();
+  }
+  ASSERT_TRUE(c.settled);
+  ASSERT_EQ(a.automatic()->mode(), AllocationMode::kReuse);
+  EXPECT_EQ(c.posted, 2u);  // heap's and arena's
+  ASSERT_GT(IdleArenas(), 0u);
+  ASSERT_GT(CachedPages(), 0u);
+  internal::RunBackgroundOnce();
+  EXPECT_EQ(IdleArenas(), 0u);
+  EXPECT_EQ(CachedPages(), 0u);
+  EXPECT_GT(IdleReuse(), 0u);
+}
+
+// Trials of 300 KiB (the prior off, so heap is tried too; re-checked at
+// once): a heap trial beside arena's calls posts heap's release at once;
+// once settled on reuse, the next decision's arena trials post arena's, and
+// running it empties arena's idle memory; reuse's trials keep theirs.
+TEST(AutoMemoryTest, LargeTrialsAreGivenBackWhileLearning) {
+  const std::string name = "/t.Memory/Large";
+  ServerOptions options = testing::RealCallsOptions();
+  options.automatic.prior.min_bytes = 0;
+  options.automatic.recheck_after_s = 0;
+  Allocator a(name, options);
+  const Costs cost = {9e5, 6e5, 3e5};  // heap 3x reuse, arena 2x
+  int heap_trials = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const Call c = SyncCall(a, name, 300 << 10, cost);
+    ASSERT_TRUE(c.trial);
+    if (c.settled) {
+      internal::RunBackgroundOnce();
+      continue;
+    }
+    if (c.mode == AllocationMode::kHeap) {
+      ++heap_trials;
+      EXPECT_EQ(c.posted, 1u) << "a large heap trial";
+    } else if (c.mode == AllocationMode::kReuse || c.mode == c.before) {
+      EXPECT_EQ(c.posted, 0u) << AllocationModeName(c.mode) << " trial in "
+                              << AllocationModeName(c.before);
+    } else {
+      // An arena trial beside reuse's calls.
+      EXPECT_EQ(c.posted, 1u);
+      ASSERT_GT(IdleArenas(), 0u);
+      internal::RunBackgroundOnce();
+      EXPECT_EQ(IdleArenas(), 0u);
+      EXPECT_EQ(CachedPages(), 0u);
+      EXPECT_GT(heap_trials, 0);
+      return;
+    }
+    internal::RunBackgroundOnce();
+  }
+  ADD_FAILURE() << "no arena trial beside reuse's calls";
 }
 
 }  // namespace
-}  // namespace arenarpc::internal
+}  // namespace arenarpc

@@ -92,12 +92,31 @@ inline MeasuredMethodStats MeasuredStatsOf(const std::string& method) {
   return {};
 }
 
-// kAuto learning on real calls, every call allowed to be timed (share 1.0).
+// kAuto, every trial allowed by the learning budget (share 1.0).
 inline ServerOptions RealCallsOptions() {
   ServerOptions options(AllocationMode::kAuto);
-  options.automatic.learn = AutoLearning::kRealCalls;
   options.automatic.max_cpu_share = 1.0;
   return options;
+}
+
+// CPU on the calling thread: a call's own work where kAuto times calls
+// (tests use it as a cost ratio between modes, never as a wall time).
+inline void BurnCpu(double ns) {
+  const double start = internal::ThreadCpuNs();
+  volatile uint64_t x = 1;
+  while (internal::ThreadCpuNs() - start < ns) x = x * 3 + 1;
+}
+
+// The mode a holder of arenarpc's allocators serves its call in.
+template <class Req, class Resp>
+AllocationMode HolderMode(::grpc::MessageHolder<Req, Resp>* h) {
+  if (dynamic_cast<internal::ReuseHolder<Req, Resp>*>(h) != nullptr) {
+    return AllocationMode::kReuse;
+  }
+  if (dynamic_cast<internal::ArenaHolder<Req, Resp>*>(h) != nullptr) {
+    return AllocationMode::kArena;
+  }
+  return AllocationMode::kHeap;
 }
 
 // A server on 127.0.0.1, a free port (*port), serving `service`; `more`
