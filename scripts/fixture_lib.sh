@@ -99,6 +99,17 @@ fixture_prefix() {
   shift 2
   key_text="$(echo "$words"; cat "$@"; "${CXX:-c++}" --version | head -n1)"
   prefix="$cache/$name-$(printf '%s' "$key_text" | sha256sum | cut -c1-16)"
-  [ -f "$prefix/.complete" ] || return 1
+  if [ ! -f "$prefix/.complete" ]; then
+    # One build of a key at a time (two checkouts' test runs at once): the
+    # lock is held until this script exits; a second run waits, then finds
+    # the first one's prefix.
+    mkdir -p "$cache"
+    exec 9> "$prefix.lock"
+    if ! flock -n 9; then
+      echo "$fixture_name: waiting for another build of $prefix" >&2
+      flock 9
+    fi
+    [ -f "$prefix/.complete" ] || return 1
+  fi
   echo "$fixture_name: cached $prefix" >&2
 }

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -123,26 +122,14 @@ std::string ReadEntry(const Value& v, DecisionEntry* e) {
   return "";
 }
 
-absl::Status ErrnoStatus(int err, const std::string& what) {
-  const std::string message = absl::StrCat(what, ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(message);
-    default:
-      return absl::InternalError(message);
-  }
-}
-
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return ErrnoStatus(errno, absl::StrCat("cannot open ", path));
+  if (!in)
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) return ErrnoStatus(errno, absl::StrCat("cannot read ", path));
+  if (in.bad())
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot read ", path));
   return text.str();
 }
 
@@ -436,7 +423,7 @@ absl::Status SaveAutoDecisions(const std::string& path) {
       absl::StrCat(path, ".tmp.", getpid(), ".", serial.fetch_add(1));
   std::FILE* f = std::fopen(tmp.c_str(), "we");  // e: close on exec
   if (f == nullptr) {
-    return internal::ErrnoStatus(errno, absl::StrCat("cannot create ", tmp));
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", tmp));
   }
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
             std::fflush(f) == 0 && fsync(fileno(f)) == 0;
@@ -447,12 +434,12 @@ absl::Status SaveAutoDecisions(const std::string& path) {
   }
   if (!ok) {
     unlink(tmp.c_str());
-    return internal::ErrnoStatus(err, absl::StrCat("cannot write ", tmp));
+    return absl::ErrnoToStatus(err, absl::StrCat("cannot write ", tmp));
   }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     unlink(tmp.c_str());
-    return internal::ErrnoStatus(err, absl::StrCat("cannot rename to ", path));
+    return absl::ErrnoToStatus(err, absl::StrCat("cannot rename to ", path));
   }
   return absl::OkStatus();
 }
