@@ -141,7 +141,8 @@ MethodInstall InstallSyncMethod(Service* service, const ServerOptions& options,
   }
   auto [allocator, meter] = internal::AllocatorFor<Req, Resp>(options, method);
   slot.method->SetHandler(new internal::SyncUnaryHandler<kMethod>(
-      static_cast<Base*>(service), allocator));
+      static_cast<Base*>(service), allocator,
+      internal::ShedCountersFor(method)));
   return internal::Served(method, ServerApi::kSync,
                           EffectiveAllocationMode(options.mode), meter);
 }

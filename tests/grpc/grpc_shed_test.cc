@@ -1,0 +1,266 @@
+// Calls nobody waits for: a call whose deadline passed, or whose client
+// cancelled, before the adapter parsed it is answered (DEADLINE_EXCEEDED,
+// CANCELLED) without its messages being made or its request parsed (sync
+// API), or without its handler (async API, where gRPC has parsed it), and
+// is counted per method in stats and Prometheus text.
+//
+// The sync server holds a marked call in gRPC's PreSynchronousRequest
+// hook, which runs after Deserialize and before RunHandler (where the
+// adapter now parses), until the call's deadline has passed or its client
+// cancelled: the call then reaches the check with nobody waiting, in
+// order, without racing a clock.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "arenarpc/grpc/async.h"
+#include "arenarpc/grpc/install.h"
+#include "arenarpc/grpc/internal/shed.h"
+#include "arenarpc/grpc/stats.h"
+#include "echo_service.h"
+#include "grpc/grpc_test_util.h"
+
+namespace arenarpc {
+namespace {
+
+using echo::EchoRequest;
+using echo::EchoResponse;
+using echo::EchoService;
+using testing::WaitFor;
+
+constexpr char kEcho[] = "arenarpc.echo.EchoService/Echo";
+constexpr char kHoldKey[] = "x-test-hold";
+constexpr auto kBound = std::chrono::seconds(30);  // bounds a hang only
+
+// Set when the server holds a marked call (the test then cancels it).
+std::atomic<int> g_holding{0};
+
+// Holds calls marked kHoldKey: "deadline" until their deadline has passed,
+// "cancel" until their client cancelled.
+class HoldingCallbacks final : public grpc::Server::GlobalCallbacks {
+ public:
+  void PreSynchronousRequest(grpc::ServerContext* context) override {
+    auto it = context->client_metadata().find(kHoldKey);
+    if (it == context->client_metadata().end()) return;
+    const std::string hold(it->second.data(), it->second.size());
+    g_holding.fetch_add(1);
+    if (hold == "deadline") {
+      EXPECT_TRUE(WaitFor(
+          [&] { return internal::DeadlinePassed(context->raw_deadline()); },
+          kBound));
+    } else {
+      EXPECT_TRUE(WaitFor([&] { return context->IsCancelled(); }, kBound));
+    }
+  }
+  void PostSynchronousRequest(grpc::ServerContext*) override {}
+};
+
+// gRPC takes the callbacks once per process, before the first server.
+const bool g_callbacks_set = [] {
+  grpc::Server::SetGlobalCallbacks(new HoldingCallbacks);
+  return true;
+}();
+
+// The echo, counting the handler's runs.
+class CountingEcho final : public EchoService::Service {
+ public:
+  grpc::Status Echo(grpc::ServerContext*, const EchoRequest* request,
+                    EchoResponse* response) override {
+    runs.fetch_add(1);
+    echo::FillResponse(*request, response);
+    return grpc::Status::OK;
+  }
+  std::atomic<int> runs{0};
+};
+
+ServedMethodStats EchoStats() {
+  for (const ServedMethodStats& m : GetServedMethodStats()) {
+    if (m.method == kEcho) return m;
+  }
+  return {};
+}
+
+// Holders made, in any mode: a parsed request needs one.
+uint64_t HoldersMade() {
+  uint64_t n = 0;
+  for (const GrpcModeStats& m : GetGrpcStats().modes)
+    n += m.calls + m.in_flight;
+  return n;
+}
+
+class SyncShedTest : public ::testing::TestWithParam<AllocationMode> {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(g_callbacks_set);
+    const InstallResult r = echo::InstallEchoServiceAllocators(
+        &service_, ServerOptions(GetParam()));
+    ASSERT_TRUE(r.ok()) << r.ToString();
+    local_ = testing::StartLocalEcho(&service_);
+    ASSERT_NE(local_.server, nullptr);
+    echo::BuildEchoRequest(/*scale=*/2, /*seed=*/1, &request_);
+    // A call first: the adapter parses in Deserialize until a call showed
+    // the server has no interceptors.
+    grpc::ClientContext warm;
+    EchoResponse response;
+    ASSERT_TRUE(local_.stub->Echo(&warm, request_, &response).ok());
+    ASSERT_EQ(service_.runs.load(), 1);
+  }
+
+  // The call after `before` and `holders` were read was answered, counted
+  // under `counted` (not `other`), with no messages made (so no parse) and
+  // no handler run. The server goes on after the client gave up: waits
+  // until it answered.
+  void ExpectAnsweredUnparsed(const ServedMethodStats& before, uint64_t holders,
+                              uint64_t ServedMethodStats::*counted,
+                              uint64_t ServedMethodStats::*other) {
+    ASSERT_TRUE(WaitFor([&] {
+      return EchoStats().*counted > before.*counted || service_.runs.load() > 1;
+    }));
+    EXPECT_EQ(EchoStats().*counted, before.*counted + 1);
+    EXPECT_EQ(EchoStats().*other, before.*other);
+    EXPECT_EQ(service_.runs.load(), 1) << "the handler ran";
+    EXPECT_EQ(HoldersMade(), holders) << "the request was parsed";
+  }
+
+  CountingEcho service_;
+  testing::LocalEcho local_;
+  EchoRequest request_;
+};
+
+TEST_P(SyncShedTest, CallPastItsDeadlineIsAnsweredUnparsed) {
+  const ServedMethodStats before = EchoStats();
+  const uint64_t holders = HoldersMade();
+  grpc::ClientContext context;
+  context.AddMetadata(kHoldKey, "deadline");
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(300));
+  EchoResponse response;
+  const grpc::Status s = local_.stub->Echo(&context, request_, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  ExpectAnsweredUnparsed(before, holders, &ServedMethodStats::shed_deadline,
+                         &ServedMethodStats::shed_cancelled);
+
+  // Still serving, and the answer is counted in Prometheus text.
+  grpc::ClientContext next;
+  EXPECT_TRUE(local_.stub->Echo(&next, request_, &response).ok());
+  const std::string text = RenderPrometheusStats();
+  EXPECT_NE(text.find(std::string("arenarpc_grpc_shed_calls_total{method=\"") +
+                      kEcho + "\",reason=\"deadline\"} " +
+                      std::to_string(EchoStats().shed_deadline)),
+            std::string::npos)
+      << text;
+}
+
+TEST_P(SyncShedTest, CancelledCallIsAnsweredUnparsed) {
+  const ServedMethodStats before = EchoStats();
+  const uint64_t holders = HoldersMade();
+  g_holding = 0;
+  grpc::ClientContext context;
+  context.AddMetadata(kHoldKey, "cancel");
+  EchoResponse response;
+  std::promise<grpc::Status> done;
+  local_.stub->async()->Echo(&context, &request_, &response,
+                             [&](grpc::Status s) { done.set_value(s); });
+  ASSERT_TRUE(WaitFor([] { return g_holding.load() == 1; }));
+  context.TryCancel();
+  EXPECT_EQ(done.get_future().get().error_code(), grpc::StatusCode::CANCELLED);
+  ExpectAnsweredUnparsed(before, holders, &ServedMethodStats::shed_cancelled,
+                         &ServedMethodStats::shed_deadline);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SyncShedTest, testing::AllModes(),
+                         testing::ModeTestName);
+
+// Async: a call whose deadline passed while its tag waited in the queue.
+// gRPC parsed it inside Next(); AsyncMethod::Unwanted saves the handler.
+class AsyncCall {
+ public:
+  AsyncCall(EchoService::AsyncService* service, grpc::ServerCompletionQueue* cq,
+            AsyncMethod<EchoRequest, EchoResponse>* method,
+            std::atomic<int>* runs)
+      : service_(service),
+        cq_(cq),
+        method_(method),
+        runs_(runs),
+        messages_(method->NewCall()),
+        responder_(&ctx_) {
+    service_->RequestEcho(&ctx_, messages_.request(), &responder_, cq_, cq_,
+                          this);
+  }
+
+  // The request tag (ok: a call came), then the finish tag.
+  void OnTag(bool ok) {
+    if (!ok || answered_) {
+      delete this;
+      return;
+    }
+    answered_ = true;
+    new AsyncCall(service_, cq_, method_, runs_);
+    grpc::Status late;
+    if (method_->Unwanted(ctx_, &late)) {
+      responder_.FinishWithError(late, this);
+      return;
+    }
+    runs_->fetch_add(1);
+    echo::FillResponse(*messages_.request(), messages_.response());
+    responder_.Finish(*messages_.response(), grpc::Status::OK, this);
+  }
+
+ private:
+  EchoService::AsyncService* const service_;
+  grpc::ServerCompletionQueue* const cq_;
+  AsyncMethod<EchoRequest, EchoResponse>* const method_;
+  std::atomic<int>* const runs_;
+  CallMessages<EchoRequest, EchoResponse> messages_;
+  grpc::ServerContext ctx_;
+  grpc::ServerAsyncResponseWriter<EchoResponse> responder_;
+  bool answered_ = false;
+};
+
+TEST(AsyncShedTest, CallPastItsDeadlineSkipsTheHandler) {
+  AsyncMethod<EchoRequest, EchoResponse> method(kEcho, AllocationMode::kArena);
+  std::atomic<int> runs{0};
+  std::promise<void> go;  // the queue is not served before this
+  std::shared_future<void> gate = go.get_future().share();
+  testing::AsyncEchoQueue queue(
+      [&](EchoService::AsyncService* service, grpc::ServerCompletionQueue* cq) {
+        new AsyncCall(service, cq, &method, &runs);
+      },
+      [&, gate](grpc::ServerCompletionQueue* cq) {
+        gate.wait();
+        void* tag;
+        bool ok;
+        while (NextTag(cq, &tag, &ok)) static_cast<AsyncCall*>(tag)->OnTag(ok);
+      });
+  const ServedMethodStats before = EchoStats();
+  EchoRequest request;
+  echo::BuildEchoRequest(/*scale=*/2, /*seed=*/1, &request);
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(300));
+    EchoResponse response;
+    EXPECT_EQ(queue.stub().Echo(&context, request, &response).error_code(),
+              grpc::StatusCode::DEADLINE_EXCEEDED);
+  }
+  go.set_value();  // the call's tag comes out of the queue now, too late
+  ASSERT_TRUE(WaitFor([&] {
+    return EchoStats().shed_deadline > before.shed_deadline || runs.load() > 0;
+  }));
+  EXPECT_EQ(EchoStats().shed_deadline, before.shed_deadline + 1);
+  EXPECT_EQ(runs.load(), 0) << "the handler ran";
+  // A call in time is served.
+  grpc::ClientContext context;
+  EchoResponse response;
+  EXPECT_TRUE(queue.stub().Echo(&context, request, &response).ok());
+  EXPECT_EQ(runs.load(), 1);
+}
+
+}  // namespace
+}  // namespace arenarpc
