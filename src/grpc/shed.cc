@@ -38,23 +38,11 @@ const ShedCounters* FindShedCounters(std::string_view method) {
   return it == r.methods.end() ? nullptr : it->second;
 }
 
-bool Unwanted(const ::grpc::ServerContextBase& context, bool check_cancelled,
-              ShedCounters* counters, ::grpc::Status* answer) {
-  if (DeadlinePassed(context.raw_deadline())) {
-    counters->deadline.fetch_add(1, std::memory_order_relaxed);
-    *answer = ::grpc::Status(::grpc::StatusCode::DEADLINE_EXCEEDED,
-                             "arenarpc: deadline passed before the request "
-                             "was parsed");
-    return true;
-  }
-  if (check_cancelled && context.IsCancelled()) {
-    counters->cancelled.fetch_add(1, std::memory_order_relaxed);
-    *answer = ::grpc::Status(::grpc::StatusCode::CANCELLED,
-                             "arenarpc: cancelled before the request was "
-                             "parsed");
-    return true;
-  }
-  return false;
+void AnswerPastDeadline(ShedCounters* counters, ::grpc::Status* answer) {
+  counters->deadline.fetch_add(1, std::memory_order_relaxed);
+  *answer = ::grpc::Status(::grpc::StatusCode::DEADLINE_EXCEEDED,
+                           "arenarpc: deadline passed before the call was "
+                           "handled");
 }
 
 }  // namespace arenarpc::internal

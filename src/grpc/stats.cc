@@ -135,7 +135,6 @@ std::vector<ServedMethodStats> GetServedMethodStats() {
     s.mode = m.meter != nullptr ? m.meter->mode() : m.installed;
     if (const internal::ShedCounters* c = internal::FindShedCounters(name)) {
       s.shed_deadline = c->deadline.load(std::memory_order_relaxed);
-      s.shed_cancelled = c->cancelled.load(std::memory_order_relaxed);
     }
     out.push_back(std::move(s));
   }
@@ -421,15 +420,13 @@ std::string RenderPrometheusStats() {
   }
   if (!gs.methods.empty()) {
     w.Family("arenarpc_grpc_shed_calls_total", "counter",
-             "Calls answered without parsing their request or running the "
-             "handler: nobody waited (deadline passed, client cancelled).");
+             "Calls answered without their handler (sync: without parsing "
+             "their request): nobody waited, the deadline had passed.");
     for (const ServedMethodStats& m : gs.methods) {
-      const std::string method =
-          absl::StrCat("method=\"", PrometheusEscape(m.method), "\"");
       w.Sample("arenarpc_grpc_shed_calls_total",
-               absl::StrCat(method, ",reason=\"deadline\""), m.shed_deadline);
-      w.Sample("arenarpc_grpc_shed_calls_total",
-               absl::StrCat(method, ",reason=\"cancelled\""), m.shed_cancelled);
+               absl::StrCat("method=\"", PrometheusEscape(m.method),
+                            "\",reason=\"deadline\""),
+               m.shed_deadline);
     }
   }
   w.One("arenarpc_grpc_sync_parked_calls", "gauge",

@@ -1,20 +1,19 @@
-// Calls nobody waits for: a call whose deadline passed, or whose client
-// cancelled, before the adapter parsed it is answered (DEADLINE_EXCEEDED,
-// CANCELLED) without its messages being made or its request parsed (sync
-// API), or without its handler (async API, where gRPC has parsed it), and
-// is counted per method in stats and Prometheus text.
+// Calls nobody waits for: a call whose deadline passed before the adapter
+// parsed it is answered DEADLINE_EXCEEDED without its messages being made
+// or its request parsed (sync API), or without its handler (async API,
+// where gRPC has parsed it), and is counted per method in stats and
+// Prometheus text.
 //
 // The sync server holds a marked call in gRPC's PreSynchronousRequest
 // hook, which runs after Deserialize and before RunHandler (where the
-// adapter now parses), until the call's deadline has passed or its client
-// cancelled: the call then reaches the check with nobody waiting, in
-// order, without racing a clock.
+// adapter now parses), until the call's deadline has passed on the server:
+// the call then reaches the check with nobody waiting, in order, without
+// racing a clock.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
-#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -38,25 +37,14 @@ constexpr char kEcho[] = "arenarpc.echo.EchoService/Echo";
 constexpr char kHoldKey[] = "x-test-hold";
 constexpr auto kBound = std::chrono::seconds(30);  // bounds a hang only
 
-// Set when the server holds a marked call (the test then cancels it).
-std::atomic<int> g_holding{0};
-
-// Holds calls marked kHoldKey: "deadline" until their deadline has passed,
-// "cancel" until their client cancelled.
+// Holds calls marked kHoldKey until their deadline has passed.
 class HoldingCallbacks final : public grpc::Server::GlobalCallbacks {
  public:
   void PreSynchronousRequest(grpc::ServerContext* context) override {
-    auto it = context->client_metadata().find(kHoldKey);
-    if (it == context->client_metadata().end()) return;
-    const std::string hold(it->second.data(), it->second.size());
-    g_holding.fetch_add(1);
-    if (hold == "deadline") {
-      EXPECT_TRUE(WaitFor(
-          [&] { return internal::DeadlinePassed(context->raw_deadline()); },
-          kBound));
-    } else {
-      EXPECT_TRUE(WaitFor([&] { return context->IsCancelled(); }, kBound));
-    }
+    if (context->client_metadata().count(kHoldKey) == 0) return;
+    EXPECT_TRUE(WaitFor(
+        [&] { return internal::DeadlinePassed(context->raw_deadline()); },
+        kBound));
   }
   void PostSynchronousRequest(grpc::ServerContext*) override {}
 };
@@ -112,18 +100,16 @@ class SyncShedTest : public ::testing::TestWithParam<AllocationMode> {
     ASSERT_EQ(service_.runs.load(), 1);
   }
 
-  // The call after `before` and `holders` were read was answered, counted
-  // under `counted` (not `other`), with no messages made (so no parse) and
-  // no handler run. The server goes on after the client gave up: waits
-  // until it answered.
-  void ExpectAnsweredUnparsed(const ServedMethodStats& before, uint64_t holders,
-                              uint64_t ServedMethodStats::*counted,
-                              uint64_t ServedMethodStats::*other) {
+  // The call after `before` and `holders` were read was answered and
+  // counted, with no messages made (so no parse) and no handler run. The
+  // server goes on after the client gave up: waits until it answered.
+  void ExpectAnsweredUnparsed(const ServedMethodStats& before,
+                              uint64_t holders) {
     ASSERT_TRUE(WaitFor([&] {
-      return EchoStats().*counted > before.*counted || service_.runs.load() > 1;
+      return EchoStats().shed_deadline > before.shed_deadline ||
+             service_.runs.load() > 1;
     }));
-    EXPECT_EQ(EchoStats().*counted, before.*counted + 1);
-    EXPECT_EQ(EchoStats().*other, before.*other);
+    EXPECT_EQ(EchoStats().shed_deadline, before.shed_deadline + 1);
     EXPECT_EQ(service_.runs.load(), 1) << "the handler ran";
     EXPECT_EQ(HoldersMade(), holders) << "the request was parsed";
   }
@@ -143,8 +129,7 @@ TEST_P(SyncShedTest, CallPastItsDeadlineIsAnsweredUnparsed) {
   EchoResponse response;
   const grpc::Status s = local_.stub->Echo(&context, request_, &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  ExpectAnsweredUnparsed(before, holders, &ServedMethodStats::shed_deadline,
-                         &ServedMethodStats::shed_cancelled);
+  ExpectAnsweredUnparsed(before, holders);
 
   // Still serving, and the answer is counted in Prometheus text.
   grpc::ClientContext next;
@@ -157,28 +142,12 @@ TEST_P(SyncShedTest, CallPastItsDeadlineIsAnsweredUnparsed) {
       << text;
 }
 
-TEST_P(SyncShedTest, CancelledCallIsAnsweredUnparsed) {
-  const ServedMethodStats before = EchoStats();
-  const uint64_t holders = HoldersMade();
-  g_holding = 0;
-  grpc::ClientContext context;
-  context.AddMetadata(kHoldKey, "cancel");
-  EchoResponse response;
-  std::promise<grpc::Status> done;
-  local_.stub->async()->Echo(&context, &request_, &response,
-                             [&](grpc::Status s) { done.set_value(s); });
-  ASSERT_TRUE(WaitFor([] { return g_holding.load() == 1; }));
-  context.TryCancel();
-  EXPECT_EQ(done.get_future().get().error_code(), grpc::StatusCode::CANCELLED);
-  ExpectAnsweredUnparsed(before, holders, &ServedMethodStats::shed_cancelled,
-                         &ServedMethodStats::shed_deadline);
-}
-
 INSTANTIATE_TEST_SUITE_P(Modes, SyncShedTest, testing::AllModes(),
                          testing::ModeTestName);
 
-// Async: a call whose deadline passed while its tag waited in the queue.
-// gRPC parsed it inside Next(); AsyncMethod::Unwanted saves the handler.
+// Async: a call whose deadline passed before its CallData handled it (held
+// as if its tag had waited in the queue). gRPC parsed it inside Next();
+// AsyncMethod::DeadlinePassed saves the handler.
 class AsyncCall {
  public:
   AsyncCall(EchoService::AsyncService* service, grpc::ServerCompletionQueue* cq,
@@ -202,8 +171,15 @@ class AsyncCall {
     }
     answered_ = true;
     new AsyncCall(service_, cq_, method_, runs_);
+    // A marked call is held until its deadline passed on the server (the
+    // client's may pass first): as if its tag had waited in the queue.
+    if (ctx_.client_metadata().count(kHoldKey) > 0) {
+      EXPECT_TRUE(
+          WaitFor([&] { return internal::DeadlinePassed(ctx_.raw_deadline()); },
+                  kBound));
+    }
     grpc::Status late;
-    if (method_->Unwanted(ctx_, &late)) {
+    if (method_->DeadlinePassed(ctx_, &late)) {
       responder_.FinishWithError(late, this);
       return;
     }
@@ -226,14 +202,11 @@ class AsyncCall {
 TEST(AsyncShedTest, CallPastItsDeadlineSkipsTheHandler) {
   AsyncMethod<EchoRequest, EchoResponse> method(kEcho, AllocationMode::kArena);
   std::atomic<int> runs{0};
-  std::promise<void> go;  // the queue is not served before this
-  std::shared_future<void> gate = go.get_future().share();
   testing::AsyncEchoQueue queue(
       [&](EchoService::AsyncService* service, grpc::ServerCompletionQueue* cq) {
         new AsyncCall(service, cq, &method, &runs);
       },
-      [&, gate](grpc::ServerCompletionQueue* cq) {
-        gate.wait();
+      [](grpc::ServerCompletionQueue* cq) {
         void* tag;
         bool ok;
         while (NextTag(cq, &tag, &ok)) static_cast<AsyncCall*>(tag)->OnTag(ok);
@@ -243,13 +216,13 @@ TEST(AsyncShedTest, CallPastItsDeadlineSkipsTheHandler) {
   echo::BuildEchoRequest(/*scale=*/2, /*seed=*/1, &request);
   {
     grpc::ClientContext context;
+    context.AddMetadata(kHoldKey, "deadline");
     context.set_deadline(std::chrono::system_clock::now() +
                          std::chrono::milliseconds(300));
     EchoResponse response;
     EXPECT_EQ(queue.stub().Echo(&context, request, &response).error_code(),
               grpc::StatusCode::DEADLINE_EXCEEDED);
   }
-  go.set_value();  // the call's tag comes out of the queue now, too late
   ASSERT_TRUE(WaitFor([&] {
     return EchoStats().shed_deadline > before.shed_deadline || runs.load() > 0;
   }));

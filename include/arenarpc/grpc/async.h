@@ -18,7 +18,7 @@
 //     void Proceed() {   // the request tag: handle it
 //       messages_.Arrived();    // kAuto: first, on the thread of NextTag
 //       grpc::Status late;
-//       if (echo_->Unwanted(ctx_, &late)) {   // deadline passed: no handler
+//       if (echo_->DeadlinePassed(ctx_, &late)) {   // no handler
 //         responder_.FinishWithError(late, this);
 //         messages_.Answered(late);
 //         return;
@@ -218,10 +218,9 @@ class AsyncMethod {
   // request by the time its tag arrives: what this saves is the handler
   // and the response. Cancellation is not checked (IsCancelled() is valid
   // on the async API only after AsyncNotifyWhenDone's tag).
-  bool Unwanted(const ::grpc::ServerContext& context, ::grpc::Status* answer) {
-    return internal::DeadlinePassed(context.raw_deadline()) &&
-           internal::Unwanted(context, /*check_cancelled=*/false, shed_,
-                              answer);
+  bool DeadlinePassed(const ::grpc::ServerContext& context,
+                      ::grpc::Status* answer) {
+    return internal::PastDeadline(context, shed_, answer);
   }
 
  private:

@@ -33,9 +33,9 @@
 //                             per method and where it came from:
 //                             arenarpc_grpc_auto_decision{method, mode,
 //                             source="learned|prior|loaded|none"} 1;
-//                             calls answered unparsed, nobody waiting:
+//                             calls answered unhandled, nobody waiting:
 //                             arenarpc_grpc_shed_calls_total{method,
-//                             reason="deadline|cancelled"}.
+//                             reason="deadline"}.
 //
 // Thread safety: everything here may be called from any thread at any time.
 // Counters are read without stopping writers, so a snapshot taken under load
@@ -178,12 +178,10 @@ struct ServedMethodStats {
   ServerApi api = ServerApi::kSync;
   AllocationMode installed = AllocationMode::kArena;  // kill switch applied
   AllocationMode mode = AllocationMode::kArena;       // calls run in it now
-  // Calls answered without parsing their request or running the handler:
-  // their deadline had passed (DEADLINE_EXCEEDED) or their client had
-  // cancelled (CANCELLED) when they reached the sync adapter, or an async
-  // server asked AsyncMethod::Unwanted.
+  // Calls answered DEADLINE_EXCEEDED because their deadline had passed:
+  // on the sync API before their request was parsed, on the async API
+  // before their handler (AsyncMethod::DeadlinePassed).
   uint64_t shed_deadline = 0;
-  uint64_t shed_cancelled = 0;
 };
 std::vector<ServedMethodStats> GetServedMethodStats();
 

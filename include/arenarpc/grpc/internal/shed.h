@@ -1,8 +1,13 @@
 // Internal: answering a call nobody waits for without parsing its request
-// or running its handler (its deadline passed, or its client cancelled,
-// before the adapter parsed it). Used by the sync adapter (sync_handler.h)
-// and AsyncMethod::Unwanted (async.h); counts read by stats.h. Defined in
-// src/grpc/shed.cc. Not a public API.
+// or running its handler (its deadline passed before the adapter parsed
+// it). Used by the sync adapter (sync_handler.h) and
+// AsyncMethod::DeadlinePassed (async.h); counts read by stats.h. Defined
+// in src/grpc/shed.cc. Not a public API.
+//
+// Client cancellation is not checked: gRPC 1.51's only public query,
+// ServerContext::IsCancelled(), polls the sync call's queue (28-44 us of
+// CPU per call, docs/raw/overload/shed_check.md), and is not valid on the
+// async API before AsyncNotifyWhenDone's tag.
 //
 // Thread safety: every function may be called from any thread at any time.
 // Lifetime: counters are never destroyed.
@@ -19,10 +24,10 @@
 
 namespace arenarpc::internal {
 
-// A method's calls answered without being parsed, by reason.
+// A method's calls answered without being parsed (or, where gRPC parsed
+// them, without their handler), by reason.
 struct ShedCounters {
   std::atomic<uint64_t> deadline{0};
-  std::atomic<uint64_t> cancelled{0};
 };
 // The counters of `method` ("pkg.Service/Method"), made on first use.
 ShedCounters* ShedCountersFor(std::string_view method);
@@ -37,13 +42,18 @@ inline bool DeadlinePassed(gpr_timespec deadline) {
   return gpr_time_cmp(gpr_now(deadline.clock_type), deadline) >= 0;
 }
 
-// True if nobody waits for the call of `context`: its deadline passed
-// (*answer: DEADLINE_EXCEEDED) or, if `check_cancelled`, its client
-// cancelled (*answer: CANCELLED); counted in `counters`. `check_cancelled`
-// only where ServerContext::IsCancelled() is valid (the sync API; async
-// only after AsyncNotifyWhenDone's tag).
-bool Unwanted(const ::grpc::ServerContextBase& context, bool check_cancelled,
-              ShedCounters* counters, ::grpc::Status* answer);
+// *answer: DEADLINE_EXCEEDED, counted in `counters` (a call whose deadline
+// passed before it was parsed or handled).
+void AnswerPastDeadline(ShedCounters* counters, ::grpc::Status* answer);
+
+// True, with *answer set and counted, if nobody waits for the call of
+// `context` any more: its deadline passed.
+inline bool PastDeadline(const ::grpc::ServerContextBase& context,
+                         ShedCounters* counters, ::grpc::Status* answer) {
+  if (!DeadlinePassed(context.raw_deadline())) return false;
+  AnswerPastDeadline(counters, answer);
+  return true;
+}
 
 }  // namespace arenarpc::internal
 

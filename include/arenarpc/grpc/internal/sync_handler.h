@@ -93,10 +93,10 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
 
   void* Deserialize(grpc_call* call, grpc_byte_buffer* req,
                     ::grpc::Status* status, void** /*handler_data*/) override {
-    // The ServerContext (deadline, cancellation) is not reachable here, so
-    // the parse waits for RunHandler, which answers a call nobody waits
-    // for without it; except on a server with interceptors, which see the
-    // request this returns (and until a call said whether there are any).
+    // The ServerContext (its deadline) is not reachable here, so the parse
+    // waits for RunHandler, which answers a call nobody waits for without
+    // it; except on a server with interceptors, which see the request this
+    // returns (and until a call said whether there are any).
     if (req != nullptr &&
         parse_.load(std::memory_order_relaxed) == kParseInRunHandler) {
       ParkCall(call, {nullptr, req});
@@ -114,8 +114,7 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
     auto* holder = static_cast<Holder*>(parked.holder);
     ::grpc::Status status = param.status;
     if (status.ok() && (holder != nullptr || parked.payload != nullptr) &&
-        Unwanted(*param.server_context, /*check_cancelled=*/true, shed_,
-                 &status)) {
+        PastDeadline(*param.server_context, shed_, &status)) {
       // Nobody waits for the answer: no parse (or, parsed for
       // interceptors, no handler), only the status.
       if (parked.payload != nullptr) grpc_byte_buffer_destroy(parked.payload);
