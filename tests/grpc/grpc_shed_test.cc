@@ -10,6 +10,7 @@
 // the call then reaches the check with nobody waiting, in order, without
 // racing a clock.
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_interceptor.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -17,6 +18,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "arenarpc/grpc/async.h"
 #include "arenarpc/grpc/install.h"
@@ -144,6 +147,77 @@ TEST_P(SyncShedTest, CallPastItsDeadlineIsAnsweredUnparsed) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, SyncShedTest, testing::AllModes(),
                          testing::ModeTestName);
+
+// Counts the calls whose interceptors saw a parsed request
+// (POST_RECV_MESSAGE) and those that saw none.
+std::atomic<int> g_parsed_seen{0};
+std::atomic<int> g_unparsed_seen{0};
+class SeesRequest final : public grpc::experimental::Interceptor {
+ public:
+  void Intercept(grpc::experimental::InterceptorBatchMethods* m) override {
+    if (m->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::POST_RECV_MESSAGE)) {
+      const auto* request =
+          static_cast<const EchoRequest*>(m->GetRecvMessage());
+      (request != nullptr && request->payload_size() > 0 ? g_parsed_seen
+                                                         : g_unparsed_seen)
+          .fetch_add(1);
+    }
+    m->Proceed();
+  }
+};
+class SeesRequestFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo*) override {
+    return new SeesRequest;
+  }
+};
+
+// With interceptors, every call is parsed before them, as without
+// arenarpc; a call past its deadline still skips its handler.
+TEST(SyncShedInterceptedTest, InterceptorsSeeTheRequestAndTheHandlerIsSkipped) {
+  CountingEcho service;
+  ASSERT_TRUE(
+      echo::InstallEchoServiceAllocators(&service, AllocationMode::kArena)
+          .ok());
+  int port = 0;
+  std::unique_ptr<grpc::Server> server =
+      testing::StartLocalServer(&service, &port, [](grpc::ServerBuilder& b) {
+        std::vector<std::unique_ptr<
+            grpc::experimental::ServerInterceptorFactoryInterface>>
+            factories;
+        factories.push_back(std::make_unique<SeesRequestFactory>());
+        b.experimental().SetInterceptorCreators(std::move(factories));
+      });
+  ASSERT_NE(server, nullptr);
+  auto stub = EchoService::NewStub(
+      testing::NewTestChannel("127.0.0.1:" + std::to_string(port)));
+  EchoRequest request;
+  echo::BuildEchoRequest(/*scale=*/2, /*seed=*/1, &request);
+  EchoResponse response;
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->Echo(&context, request, &response).ok());
+  }
+  const ServedMethodStats before = EchoStats();
+  grpc::ClientContext context;
+  context.AddMetadata(kHoldKey, "deadline");
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(300));
+  EXPECT_EQ(stub->Echo(&context, request, &response).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  ASSERT_TRUE(WaitFor([&] {
+    return EchoStats().shed_deadline > before.shed_deadline ||
+           service.runs.load() > 3;
+  }));
+  EXPECT_EQ(EchoStats().shed_deadline, before.shed_deadline + 1);
+  EXPECT_EQ(service.runs.load(), 3) << "the handler ran";
+  EXPECT_EQ(g_parsed_seen.load(), 4);
+  EXPECT_EQ(g_unparsed_seen.load(), 0);
+  server->Shutdown();
+}
 
 // Async: a call whose deadline passed before its CallData handled it (held
 // as if its tag had waited in the queue). gRPC parsed it inside Next();
