@@ -14,6 +14,7 @@
 #include "arenarpc/arena.h"
 #include "arenarpc/grpc/install.h"
 #include "arenarpc/grpc/internal/counters.h"
+#include "arenarpc/grpc/internal/shed.h"
 #include "arenarpc/grpc/stream.h"
 #include "arenarpc/grpc/streaming.h"
 #include "arenarpc/internal/striped_counter.h"
@@ -170,6 +171,9 @@ std::vector<ServedMethodStats> GetServedMethodStats() {
     s.api = m.api;
     s.installed = m.installed;
     s.mode = m.automatic != nullptr ? m.automatic->mode() : m.installed;
+    if (const internal::ShedCounters* c = internal::FindShedCounters(name)) {
+      s.shed_deadline = c->deadline.load(std::memory_order_relaxed);
+    }
     out.push_back(std::move(s));
   }
   return out;
@@ -448,8 +452,19 @@ std::string RenderPrometheusStats() {
           1);
     }
   }
+  if (!gs.methods.empty()) {
+    w.Family("arenarpc_grpc_shed_calls_total", "counter",
+             "Calls answered without their handler (sync: without parsing "
+             "their request): nobody waited, the deadline had passed.");
+    for (const ServedMethodStats& m : gs.methods) {
+      w.Sample("arenarpc_grpc_shed_calls_total",
+               absl::StrCat("method=\"", PrometheusEscape(m.method),
+                            "\",reason=\"deadline\""),
+               m.shed_deadline);
+    }
+  }
   w.One("arenarpc_grpc_sync_parked_calls", "gauge",
-        "Sync calls parsed and not yet handled (0 at rest).", gs.sync_parked);
+        "Sync calls received and not yet handled (0 at rest).", gs.sync_parked);
   RenderMeasured(w, "auto", gs.auto_methods);
   RenderMeasured(w, "shadow", gs.shadow_methods);
   return out;

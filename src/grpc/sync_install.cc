@@ -60,12 +60,13 @@ static_assert(
     "HandlerParameter differ from gRPC 1.51's");
 
 // Deserialize -> RunHandler hand-off: gRPC's sync server passes nullptr
-// as handler_data, so the holder is parked under its call. Sharded so
-// that call threads rarely meet on a lock.
+// as handler_data, so the call's holder (or its unparsed request) is
+// parked under its call. Sharded so that call threads rarely meet on a
+// lock.
 constexpr int kShards = 16;
 struct Shard {
   Mutex mu;
-  absl::flat_hash_map<const void*, void*> parked ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<const void*, ParkedCall> parked ABSL_GUARDED_BY(mu);
 };
 Shard* Shards() {
   static Shard* const shards = new Shard[kShards];
@@ -77,20 +78,20 @@ Shard& ShardOf(const void* call) {
 
 }  // namespace
 
-void ParkHolder(const void* call, void* holder) {
+void ParkCall(const void* call, ParkedCall parked) {
   Shard& s = ShardOf(call);
   MutexLock lock(&s.mu);
-  s.parked[call] = holder;
+  s.parked[call] = parked;
 }
 
-void* TakeHolder(const void* call) {
+ParkedCall TakeCall(const void* call) {
   Shard& s = ShardOf(call);
   MutexLock lock(&s.mu);
   auto it = s.parked.find(call);
-  if (it == s.parked.end()) return nullptr;
-  void* holder = it->second;
+  if (it == s.parked.end()) return {};
+  ParkedCall parked = it->second;
   s.parked.erase(it);
-  return holder;
+  return parked;
 }
 
 size_t ParkedHolders() {

@@ -180,16 +180,17 @@ TEST(SyncHandoffConcurrencyTest, ParkedOnOneThreadTakenOnAnother) {
   std::thread taker([&] {
     while (std::optional<uintptr_t> call = handed.Pop()) {
       const void* key = reinterpret_cast<const void*>(*call);
-      EXPECT_EQ(internal::TakeHolder(key), reinterpret_cast<void*>(*call + 1));
-      EXPECT_EQ(internal::TakeHolder(key), nullptr);  // taken once
+      EXPECT_EQ(internal::TakeCall(key).holder,
+                reinterpret_cast<void*>(*call + 1));
+      EXPECT_EQ(internal::TakeCall(key).holder, nullptr);  // taken once
       taken.fetch_add(1);
     }
   });
   std::thread parker([&] {
     for (int i = 0; i < kCalls; ++i) {
       const uintptr_t call = 0x10000 + uintptr_t{64} * i;
-      internal::ParkHolder(reinterpret_cast<const void*>(call),
-                           reinterpret_cast<void*>(call + 1));
+      internal::ParkCall(reinterpret_cast<const void*>(call),
+                         {reinterpret_cast<void*>(call + 1), nullptr});
       handed.Push(call);
     }
     handed.Close();

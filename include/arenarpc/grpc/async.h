@@ -11,12 +11,18 @@
 //     CallData(EchoService::AsyncService* service,
 //              grpc::ServerCompletionQueue* cq,
 //              arenarpc::AsyncMethod<EchoRequest, EchoResponse>* echo)
-//         : messages_(echo->NewCall()), responder_(&ctx_) {
+//         : messages_(echo->NewCall()), responder_(&ctx_), echo_(echo) {
 //       service->RequestEcho(&ctx_, messages_.request(), &responder_, cq, cq,
 //                            this);
 //     }
 //     void Proceed() {   // the request tag: handle it
 //       messages_.Arrived();    // kAuto: first, on the thread of NextTag
+//       grpc::Status late;
+//       if (echo_->DeadlinePassed(ctx_, &late)) {   // no handler
+//         responder_.FinishWithError(late, this);
+//         messages_.Answered(late);
+//         return;
+//       }
 //       Handle(*messages_.request(), messages_.response());
 //       responder_.Finish(*messages_.response(), grpc::Status::OK, this);
 //       messages_.Answered();   // kAuto: after Finish, same thread
@@ -30,6 +36,7 @@
 //     arenarpc::CallMessages<EchoRequest, EchoResponse> messages_;
 //     grpc::ServerContext ctx_;  // one per call, never reused
 //     grpc::ServerAsyncResponseWriter<EchoResponse> responder_;
+//     arenarpc::AsyncMethod<EchoRequest, EchoResponse>* echo_;
 //   };
 //
 //   // Each thread serving the server's completion queue `cq`, in place of
@@ -85,6 +92,7 @@
 #include <utility>
 
 #include "arenarpc/grpc/install.h"
+#include "arenarpc/grpc/internal/shed.h"
 
 namespace arenarpc {
 
@@ -180,6 +188,7 @@ class AsyncMethod {
             choice.allocator)) {
       metered_ = m;  // kAuto or shadow measurement
     }
+    shed_ = internal::ShedCountersFor(method);
     report_ = internal::Served(method, ServerApi::kAsync,
                                EffectiveAllocationMode(options.mode),
                                choice.automatic);
@@ -209,9 +218,21 @@ class AsyncMethod {
   }
   const MethodInstall& report() const { return report_; }
 
+  // True if the call's deadline has passed, so nobody waits for its
+  // answer: then *answer is DEADLINE_EXCEEDED (counted in stats as shed);
+  // FinishWithError(*answer) and skip the handler. gRPC has parsed the
+  // request by the time its tag arrives: what this saves is the handler
+  // and the response. Cancellation is not checked (IsCancelled() is valid
+  // on the async API only after AsyncNotifyWhenDone's tag).
+  bool DeadlinePassed(const ::grpc::ServerContext& context,
+                      ::grpc::Status* answer) {
+    return internal::PastDeadline(context, shed_, answer);
+  }
+
  private:
   ::grpc::MessageAllocator<Req, Resp>* allocator_ = nullptr;
   MeteredMessageAllocator<Req, Resp>* metered_ = nullptr;
+  internal::ShedCounters* shed_ = nullptr;
   MethodInstall report_;
 };
 

@@ -163,7 +163,8 @@ MethodInstall InstallSyncMethod(Service* service, const ServerOptions& options,
     return internal::NotServed(method, std::move(choice.refused));
   }
   slot.method->SetHandler(new internal::SyncUnaryHandler<kMethod>(
-      static_cast<Base*>(service), choice.allocator));
+      static_cast<Base*>(service), choice.allocator,
+      internal::ShedCountersFor(method)));
   return internal::Served(method, ServerApi::kSync,
                           EffectiveAllocationMode(options.mode),
                           choice.automatic);

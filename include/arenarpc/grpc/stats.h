@@ -32,7 +32,10 @@
 //                             (arenarpc_grpc_shadow_*); kAuto's decision
 //                             per method and where it came from:
 //                             arenarpc_grpc_auto_decision{method, mode,
-//                             source="learned|prior|loaded|none"} 1.
+//                             source="learned|prior|loaded|none"} 1;
+//                             calls answered unhandled, nobody waiting:
+//                             arenarpc_grpc_shed_calls_total{method,
+//                             reason="deadline"}.
 //
 // Thread safety: everything here may be called from any thread at any time.
 // Counters are read without stopping writers, so a snapshot taken under load
@@ -146,6 +149,10 @@ struct ServedMethodStats {
   ServerApi api = ServerApi::kSync;
   AllocationMode installed = AllocationMode::kArena;  // kill switch applied
   AllocationMode mode = AllocationMode::kArena;       // calls run in it now
+  // Calls answered DEADLINE_EXCEEDED because their deadline had passed:
+  // on the sync API before their request was parsed, on the async API
+  // before their handler (AsyncMethod::DeadlinePassed).
+  uint64_t shed_deadline = 0;
 };
 std::vector<ServedMethodStats> GetServedMethodStats();
 
@@ -162,7 +169,7 @@ struct GrpcStats {
   uint64_t over_cap_trims = 0;
   uint64_t idle_trims = 0;  // ServerOptions::idle_trim: trims done
   std::vector<ServedMethodStats> methods;  // every served method
-  // Sync methods' calls between parsing and their handler now (0 at rest).
+  // Sync methods' calls received and not yet handled now (0 at rest).
   uint64_t sync_parked = 0;
   // The background thread (idle trimming, kAuto's memory releases and
   // decision saves, shadow measuring) could not be started (e.g. the

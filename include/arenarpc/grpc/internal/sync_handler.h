@@ -22,12 +22,14 @@
 #include <grpcpp/support/method_handler.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
+#include <atomic>
 #include <cstddef>
 #include <string>
 #include <string_view>
 
 #include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/internal/holders.h"
+#include "arenarpc/grpc/internal/shed.h"
 #include "arenarpc/internal/check.h"
 
 namespace arenarpc::internal {
@@ -41,11 +43,16 @@ struct SyncSlot {
 // `method`: "pkg.Service/Method".
 SyncSlot FindSyncSlot(::grpc::Service* service, std::string_view method);
 
-// A call's holder from Deserialize to RunHandler, by call (gRPC's sync
-// server gives RunHandler no handler_data). ParkedHolders(): holders
-// between the two now (0 when no call is in flight).
-void ParkHolder(const void* call, void* holder);
-void* TakeHolder(const void* call);
+// A call from Deserialize to RunHandler, by call (gRPC's sync server gives
+// RunHandler no handler_data): its holder, the request parsed, or its
+// request's bytes, not parsed yet. TakeCall: {} if none is parked.
+// ParkedHolders(): calls between the two now (0 when none is in flight).
+struct ParkedCall {
+  void* holder = nullptr;
+  grpc_byte_buffer* payload = nullptr;
+};
+void ParkCall(const void* call, ParkedCall parked);
+ParkedCall TakeCall(const void* call);
 size_t ParkedHolders();
 
 // The request a sync method parses into: a message that lives in a holder.
@@ -80,36 +87,48 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
 
  public:
   SyncUnaryHandler(Service* service,
-                   ::grpc::MessageAllocator<Req, Resp>* allocator)
-      : service_(service), allocator_(allocator) {}
+                   ::grpc::MessageAllocator<Req, Resp>* allocator,
+                   ShedCounters* shed)
+      : service_(service), allocator_(allocator), shed_(shed) {}
 
   void* Deserialize(grpc_call* call, grpc_byte_buffer* req,
                     ::grpc::Status* status, void** /*handler_data*/) override {
-    // The holder may time the call (kAuto): Deserialize, the handler and
-    // Release all run on this thread.
-    sync_request_bytes =
-        req == nullptr ? 0 : static_cast<double>(grpc_byte_buffer_length(req));
-    ::grpc::MessageHolder<Req, Resp>* allocated =
-        allocator_->AllocateMessages();
-    ARENARPC_DCHECK(dynamic_cast<Holder*>(allocated) != nullptr,
-                    "SyncUnaryHandler: a holder not made by arenarpc");
-    Holder* holder = static_cast<Holder*>(allocated);
-    sync_request_bytes = -1;
-    ParseTarget<Req> target{holder->request()};
-    if (::grpc::internal::UnaryDeserializeHelper(req, status, &target) ==
-        nullptr) {
-      holder->Release();  // the status is gRPC's own (as without arenarpc)
-      return nullptr;
+    // The ServerContext (its deadline) is not reachable here, so the parse
+    // waits for RunHandler, which answers a call nobody waits for without
+    // it; except on a server with interceptors, which see the request this
+    // returns (and until a call said whether there are any).
+    if (req != nullptr &&
+        parse_.load(std::memory_order_relaxed) == kParseInRunHandler) {
+      ParkCall(call, {nullptr, req});
+      return nullptr;  // no interceptor reads it
     }
-    ParkHolder(call, holder);
+    Holder* holder = Allocate(req);
+    if (!Parse(holder, req, status)) return nullptr;
+    ParkCall(call, {holder, nullptr});
     return holder->request();
   }
 
   void RunHandler(const HandlerParameter& param) override {
-    auto* holder = static_cast<Holder*>(TakeHolder(param.call->call()));
+    LearnWhereToParse(param);
+    const ParkedCall parked = TakeCall(param.call->call());
+    auto* holder = static_cast<Holder*>(parked.holder);
     ::grpc::Status status = param.status;
+    if (status.ok() && (holder != nullptr || parked.payload != nullptr) &&
+        PastDeadline(*param.server_context, shed_, &status)) {
+      // Nobody waits for the answer: no parse (or, parsed for
+      // interceptors, no handler), only the status.
+      if (parked.payload != nullptr) grpc_byte_buffer_destroy(parked.payload);
+      if (holder != nullptr) {
+        if (holder->Timed()) holder->Failed();
+        holder->Release();
+        holder = nullptr;
+      }
+    } else if (parked.payload != nullptr) {
+      holder = Allocate(parked.payload);
+      if (!Parse(holder, parked.payload, &status)) holder = nullptr;
+    }
     if (holder == nullptr) {
-      // The request did not parse: answer with its status, run nothing.
+      // Not parsed (or not wanted): answer with its status, run nothing.
       if (status.ok()) {
         status = ::grpc::Status(::grpc::StatusCode::INTERNAL,
                                 "arenarpc: request missing");
@@ -146,8 +165,52 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
   }
 
  private:
+  // Where the request is parsed: in Deserialize until a call showed
+  // whether the server has interceptors, then in RunHandler if it has none
+  // (for good in Deserialize once one server of this method has some).
+  enum : int { kParseUnknown, kParseInRunHandler, kParseInDeserialize };
+
+  void LearnWhereToParse(const HandlerParameter& param) {
+    const int seen = param.call->server_rpc_info() == nullptr
+                         ? kParseInRunHandler
+                         : kParseInDeserialize;
+    int now = parse_.load(std::memory_order_relaxed);
+    if (now != seen && now != kParseInDeserialize) {
+      parse_.compare_exchange_strong(now, seen, std::memory_order_relaxed);
+    }
+  }
+
+  // The holder may time the call (kAuto): it is made, handled
+  // and released on this one thread.
+  Holder* Allocate(grpc_byte_buffer* req) {
+    sync_request_bytes =
+        req == nullptr ? 0 : static_cast<double>(grpc_byte_buffer_length(req));
+    ::grpc::MessageHolder<Req, Resp>* allocated =
+        allocator_->AllocateMessages();
+    ARENARPC_DCHECK(dynamic_cast<Holder*>(allocated) != nullptr,
+                    "SyncUnaryHandler: a holder not made by arenarpc");
+    sync_request_bytes = -1;
+    return static_cast<Holder*>(allocated);
+  }
+
+  // Parses `req` (consumed) into the holder's request; if it does not
+  // parse, releases the holder and *status is gRPC's own (as without
+  // arenarpc).
+  static bool Parse(Holder* holder, grpc_byte_buffer* req,
+                    ::grpc::Status* status) {
+    ParseTarget<Req> target{holder->request()};
+    if (::grpc::internal::UnaryDeserializeHelper(req, status, &target) !=
+        nullptr) {
+      return true;
+    }
+    holder->Release();
+    return false;
+  }
+
   Service* const service_;
   ::grpc::MessageAllocator<Req, Resp>* const allocator_;
+  ShedCounters* const shed_;
+  std::atomic<int> parse_{kParseUnknown};
 };
 
 }  // namespace arenarpc::internal
