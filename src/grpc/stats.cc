@@ -228,6 +228,54 @@ std::string ModeLabel(int m) {
       std::string(AllocationModeName(static_cast<AllocationMode>(m))), "\"");
 }
 
+// arenarpc_grpc_<kind>_*_total: the measured methods' counters.
+void RenderMeasuredCounters(Writer& w, const std::string& p, bool automatic,
+                            const std::vector<MeasuredMethodStats>& methods) {
+  auto method = [](const MeasuredMethodStats& a) {
+    return absl::StrCat("method=\"", PrometheusEscape(a.method), "\"");
+  };
+  struct Counter {
+    const char* suffix;
+    const char* help;
+    uint64_t MeasuredMethodStats::*field;
+  };
+  static constexpr Counter kCounters[] = {
+      {"samples_total", "Sampled calls measured.",
+       &MeasuredMethodStats::samples},
+      {"switches_total", "Times the cheapest mode changed.",
+       &MeasuredMethodStats::switches},
+      {"dropped_total",
+       "Samples not measured: queue full or busy, CPU budget spent.",
+       &MeasuredMethodStats::dropped},
+      {"malformed_total", "Sampled bytes that did not parse.",
+       &MeasuredMethodStats::malformed},
+      {"captured_total", "Sampled requests written to the capture directory.",
+       &MeasuredMethodStats::captured},
+  };
+  static constexpr Counter kAutoCounters[] = {
+      {"switches_total", "Decisions that changed the mode.",
+       &MeasuredMethodStats::switches},
+      {"timed_calls_total", "Calls timed in a mode and observed.",
+       &MeasuredMethodStats::timed_calls},
+      {"lost_calls_total",
+       "Timed calls lost: a callback call that ended on another thread or "
+       "around another call, an async call outside its window (not "
+       "observed).",
+       &MeasuredMethodStats::lost_calls},
+      {"failed_calls_total", "Timed calls that did not end OK (not observed).",
+       &MeasuredMethodStats::failed_calls},
+      {"warming_calls_total",
+       "Timed reuse calls on a new pooled instance (not observed).",
+       &MeasuredMethodStats::warming_calls},
+  };
+  for (const Counter& c : automatic ? std::span<const Counter>(kAutoCounters)
+                                    : std::span<const Counter>(kCounters)) {
+    w.Family(p + c.suffix, "counter", c.help);
+    for (const MeasuredMethodStats& a : methods)
+      w.Sample(p + c.suffix, method(a), a.*c.field);
+  }
+}
+
 // arenarpc_grpc_<kind>_*: kAuto's ("auto") or shadow measurement's methods.
 void RenderMeasured(Writer& w, std::string_view kind,
                     const std::vector<MeasuredMethodStats>& methods) {
@@ -284,55 +332,11 @@ void RenderMeasured(Writer& w, std::string_view kind,
               a.saving_us);
     }
   }
-  struct Counter {
-    const char* suffix;
-    const char* help;
-    uint64_t MeasuredMethodStats::*field;
-  };
-  static constexpr Counter kCounters[] = {
-      {"samples_total", "Sampled calls measured.",
-       &MeasuredMethodStats::samples},
-      {"switches_total", "Times the cheapest mode changed.",
-       &MeasuredMethodStats::switches},
-      {"dropped_total",
-       "Samples not measured: queue full or busy, CPU budget spent.",
-       &MeasuredMethodStats::dropped},
-      {"malformed_total", "Sampled bytes that did not parse.",
-       &MeasuredMethodStats::malformed},
-      {"captured_total", "Sampled requests written to the capture directory.",
-       &MeasuredMethodStats::captured},
-  };
-  static constexpr Counter kAutoCounters[] = {
-      {"switches_total", "Decisions that changed the mode.",
-       &MeasuredMethodStats::switches},
-      {"timed_calls_total", "Calls timed in a mode and observed.",
-       &MeasuredMethodStats::timed_calls},
-      {"lost_calls_total",
-       "Timed calls lost: a callback call that ended on another thread or "
-       "around another call, an async call outside its window (not "
-       "observed).",
-       &MeasuredMethodStats::lost_calls},
-      {"failed_calls_total", "Timed calls that did not end OK (not observed).",
-       &MeasuredMethodStats::failed_calls},
-      {"warming_calls_total",
-       "Timed reuse calls on a new pooled instance (not observed).",
-       &MeasuredMethodStats::warming_calls},
-  };
-  for (const Counter& c : automatic ? std::span<const Counter>(kAutoCounters)
-                                     : std::span<const Counter>(kCounters)) {
-    w.Family(p + c.suffix, "counter", c.help);
-    for (const MeasuredMethodStats& a : methods)
-      w.Sample(p + c.suffix, method(a), a.*c.field);
-  }
+  RenderMeasuredCounters(w, p, automatic, methods);
 }
 
-}  // namespace
-
-std::string RenderPrometheusStats() {
-  std::string out;
-  AppendPrometheusText(&out);  // page pool, arenas, message and object pools
-  Writer w(&out);
-  const GrpcStats gs = GetGrpcStats();
+// Calls per mode and the arena-bytes histogram.
+void RenderCalls(Writer& w, const GrpcStats& gs) {
   auto mode_label = ModeLabel;
   w.Family("arenarpc_grpc_calls_total", "counter",
            "gRPC unary calls completed, by allocation mode.");
@@ -366,6 +370,10 @@ std::string RenderPrometheusStats() {
   }
   w.Sample("arenarpc_grpc_arena_bytes_per_call_sum", "", arena.arena_bytes_sum);
   w.Sample("arenarpc_grpc_arena_bytes_per_call_count", "", cumulative);
+}
+
+// Reuse, the pooled-memory cap, idle trimming, measuring's CPU.
+void RenderMemory(Writer& w, const GrpcStats& gs) {
   w.One("arenarpc_grpc_reuse_hits_total", "counter",
         "Reuse-mode messages served by an existing pooled instance.",
         gs.reuse_hits);
@@ -392,10 +400,9 @@ std::string RenderPrometheusStats() {
        gs.background_thread_failures}};
   for (const auto& c : trim_counters) w.One(c.name, "counter", c.help, c.value);
   if (!gs.auto_methods.empty() || !gs.shadow_methods.empty()) {
-    w.Family(
-        "arenarpc_grpc_measuring_cpu_seconds_total", "counter",
-        "CPU spent measuring: the background thread, call threads "
-        "serializing shadow's samples, kAuto's learning.");
+    w.Family("arenarpc_grpc_measuring_cpu_seconds_total", "counter",
+             "CPU spent measuring: the background thread, call threads "
+             "serializing shadow's samples, kAuto's learning.");
     w.Value("arenarpc_grpc_measuring_cpu_seconds_total", "part=\"thread\"",
             gs.measuring.thread_cpu_s);
     w.Value("arenarpc_grpc_measuring_cpu_seconds_total", "part=\"sampling\"",
@@ -403,6 +410,10 @@ std::string RenderPrometheusStats() {
     w.Value("arenarpc_grpc_measuring_cpu_seconds_total", "part=\"learning\"",
             gs.measuring.learning_cpu_s);
   }
+}
+
+// StreamArenas and StreamMessages.
+void RenderStreams(Writer& w) {
   const StreamArenaTotals st = GetStreamArenaTotals();
   w.One("arenarpc_grpc_stream_arenas", "gauge", "StreamArenas alive.",
         st.streams);
@@ -438,6 +449,10 @@ std::string RenderPrometheusStats() {
         "Arena bytes of released stream messages, summed.", sm.arena_bytes);
   w.One("arenarpc_grpc_streaming_sampled_total", "counter",
         "Streamed messages measured (kAuto, shadow).", sm.sampled);
+}
+
+// Per served method: its mode, and the calls shed.
+void RenderMethods(Writer& w, const GrpcStats& gs) {
   if (!gs.methods.empty()) {
     w.Family("arenarpc_grpc_method_mode", "gauge",
              "1 per served method: its API, installed mode and the mode its "
@@ -463,6 +478,19 @@ std::string RenderPrometheusStats() {
                m.shed_deadline);
     }
   }
+}
+
+}  // namespace
+
+std::string RenderPrometheusStats() {
+  std::string out;
+  AppendPrometheusText(&out);  // page pool, arenas, message and object pools
+  Writer w(&out);
+  const GrpcStats gs = GetGrpcStats();
+  RenderCalls(w, gs);
+  RenderMemory(w, gs);
+  RenderStreams(w);
+  RenderMethods(w, gs);
   w.One("arenarpc_grpc_sync_parked_calls", "gauge",
         "Sync calls received and not yet handled (0 at rest).", gs.sync_parked);
   RenderMeasured(w, "auto", gs.auto_methods);

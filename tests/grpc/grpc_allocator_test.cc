@@ -184,7 +184,7 @@ TEST(InstallTest, InstallingAgainWithOtherOptionsIsRefused) {
   EXPECT_FALSE(refused.ok());
   EXPECT_EQ(refused.served(), 0);
   EXPECT_THAT(refused.ToString(),
-              testing::HasSubstr("other kAuto or shadow options"));
+              ::testing::HasSubstr("other kAuto or shadow options"));
   other = first;
   other.shadow.sample_one_in = 10;
   echo::EchoServiceImpl d;
