@@ -46,7 +46,8 @@ TEST_P(AllocatorTest, HolderLifecycleAndFreeRequest) {
   const AllocationMode mode = GetParam();
   auto* allocator = DefaultMessageAllocator<EchoRequest, EchoResponse>(mode);
   ASSERT_NE(allocator, nullptr);
-  EXPECT_EQ(allocator, (DefaultMessageAllocator<EchoRequest, EchoResponse>(mode)));
+  EXPECT_EQ(allocator,
+            (DefaultMessageAllocator<EchoRequest, EchoResponse>(mode)));
   const GrpcModeStats before = testing::ModeStats(mode);
   const MessagePoolStats req_pool = DefaultMessagePool<EchoRequest>().Stats();
 
@@ -91,7 +92,8 @@ TEST_P(AllocatorTest, HolderLifecycleAndFreeRequest) {
   EXPECT_EQ(holder->request(), nullptr);
   holder->FreeRequest();  // twice is harmless
   if (concrete == AllocationMode::kReuse) {
-    EXPECT_EQ(DefaultMessagePool<EchoRequest>().Stats().in_use, req_pool.in_use);
+    EXPECT_EQ(DefaultMessagePool<EchoRequest>().Stats().in_use,
+              req_pool.in_use);
   }
   EXPECT_EQ(holder->response()->payload_size(), 200);
   holder->Release();
@@ -112,7 +114,8 @@ TEST_P(AllocatorTest, ReleaseWithoutFreeRequest) {
   const AllocationMode mode = GetParam();
   auto* allocator = DefaultMessageAllocator<EchoRequest, EchoResponse>(mode);
   const uint64_t in_flight = InFlight(mode);
-  const uint64_t pool_in_use = DefaultMessagePool<EchoResponse>().Stats().in_use;
+  const uint64_t pool_in_use =
+      DefaultMessagePool<EchoResponse>().Stats().in_use;
   for (int i = 0; i < 50; ++i) {
     auto* holder = allocator->AllocateMessages();
     // A message left by a previous call never shows through.
@@ -138,7 +141,8 @@ TEST_P(AllocatorTest, RequestDoneFreesTheRequestUncounted) {
   const AllocationMode mode = GetParam();
   const GrpcModeStats before = testing::ModeStats(mode);
   auto* holder = dynamic_cast<internal::CallHolder<EchoRequest, EchoResponse>*>(
-      DefaultMessageAllocator<EchoRequest, EchoResponse>(mode)->AllocateMessages());
+      DefaultMessageAllocator<EchoRequest, EchoResponse>(mode)
+          ->AllocateMessages());
   ASSERT_NE(holder, nullptr);
   const bool reuse =
       dynamic_cast<internal::ReuseHolder<EchoRequest, EchoResponse>*>(holder) !=

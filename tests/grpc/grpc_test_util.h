@@ -92,10 +92,9 @@ inline MeasuredMethodStats MeasuredStatsOf(const std::string& method) {
   return {};
 }
 
-// kAuto learning on real calls, every call allowed to be timed (share 1.0).
+// kAuto, every call allowed to be a trial (share 1.0).
 inline ServerOptions RealCallsOptions() {
   ServerOptions options(AllocationMode::kAuto);
-  options.automatic.learn = AutoLearning::kRealCalls;
   options.automatic.max_cpu_share = 1.0;
   return options;
 }
