@@ -466,8 +466,9 @@ TEST(AutoDecisionsSaveTest, SavesOnSettleAndKeepsOtherMethods) {
 // A server whose method has a decision in its decisions file: its first
 // calls run in the loaded mode with no trial; stats and Prometheus say
 // where the decision came from; saved again, the decision keeps what was
-// loaded. Seen red with the AutoMethod constructor's learner.Load() call
-// removed (the first calls were trials).
+// loaded. Seen red with the AutoMethod constructor's Load() call removed
+// (the first calls were trials), and without a loaded decision's costs
+// and calls kept (saved as 0).
 TEST(AutoDecisionsServerTest, FirstCallsRunInTheLoadedMode) {
   const std::string method = "arenarpc.echo.EchoService/Echo";
   const std::string path = TempPath("server");
