@@ -100,6 +100,7 @@ struct AutoMethod::State {
   std::atomic<uint64_t> lost{0};
   std::atomic<uint64_t> failed{0};
   std::atomic<bool> untimed{false};  // stopped learning: trials mostly lost
+  std::atomic<uint64_t> loaded_calls{0};  // the decisions file's entry's
   std::array<std::atomic<bool>, kNumAllocationModes> release_queued{};
   Mutex window_mu;
   int window_ended ABSL_GUARDED_BY(window_mu) = 0;
@@ -192,6 +193,14 @@ void CountWindow(AutoMethod::State& m, bool lost) {
                std::string(AllocationModeName(m.learner.current())).c_str());
 }
 
+// Settled in a decisions file's entry: its mode, costs and calls.
+void Load(AutoMethod::State& m, const DecisionEntry& d) {
+  std::array<double, kNumAllocationModes> cost_ns;
+  for (int i = 0; i < kNumAllocationModes; ++i) cost_ns[i] = d.cost_us[i] * 1e3;
+  m.loaded_calls.store(d.calls, std::memory_order_relaxed);
+  m.learner.Load(d.mode, NowS(), cost_ns);
+}
+
 }  // namespace
 
 uint64_t AssignCallThread() {
@@ -211,7 +220,7 @@ AutoMethod::AutoMethod(std::string name, const AutoOptions& options,
   DecisionEntry id = IdentityOf(state_->name, request, response);
   if (auto d = DecisionAtInstall(options.decisions_path, options.save_decisions,
                                  id)) {
-    state_->learner.Load(d->mode, NowS());
+    Load(*state_, *d);
   }
 }
 
@@ -387,7 +396,10 @@ std::vector<DecisionEntry> AutoMethodDecisions() {
     e.source = s.source;
     for (int i = 0; i < kNumAllocationModes; ++i)
       e.cost_us[i] = s.cost_ns[i] / 1e3;
-    e.calls = s.observed;
+    // Loaded: saved again as it was loaded (SaveAutoDecisions).
+    e.calls = s.source == DecisionSource::kLoaded
+                  ? m.loaded_calls.load(std::memory_order_relaxed)
+                  : s.observed;
     out.push_back(std::move(e));
   }
   return out;
@@ -397,7 +409,7 @@ bool LoadAutoMethodDecision(const DecisionEntry& entry) {
   bool loaded = false;
   for (AutoMethod* a : Registry::Get().Methods()) {
     if (a->state().name != entry.method) continue;
-    a->state().learner.Load(entry.mode, NowS());
+    Load(a->state(), entry);
     loaded = true;
   }
   return loaded;

@@ -96,6 +96,9 @@ class Trimmer {
     trimmed_ = true;
     return cap_trimmed;
   }
+  // Tests: ticks only at the times a test gives (IdleTrimTickForTesting);
+  // the background tick, at the clock's, would move the idle period.
+  void UseTestClock() { test_clock_.store(true, std::memory_order_relaxed); }
   // Over the cap while serving: only caches idle for a second.
   void CapTrim() {
     TrimPools(std::chrono::seconds(1));
@@ -119,7 +122,9 @@ class Trimmer {
   void StartTicks() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (ticking_) return;
     ticking_ = true;
-    AddBackgroundTick([this] { Tick(Clock::now()); });
+    AddBackgroundTick([this] {
+      if (!test_clock_.load(std::memory_order_relaxed)) Tick(Clock::now());
+    });
   }
   // idle_for: how long a thread's caches must have gone unused to be freed.
   void TrimPools(std::chrono::milliseconds idle_for) {
@@ -142,6 +147,7 @@ class Trimmer {
   Mutex mu_;
   std::atomic<bool> wake_{false};
   std::atomic<bool> cap_trimmed_{false};
+  std::atomic<bool> test_clock_{false};
   bool ticking_ ABSL_GUARDED_BY(mu_) = false;
   int idle_ms_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::pair<void (*)(void*, std::chrono::milliseconds), void*>>
@@ -166,6 +172,7 @@ void RegisterMessagePoolTrim(void (*trim)(void*, std::chrono::milliseconds),
 }
 
 bool IdleTrimTickForTesting(std::chrono::steady_clock::time_point now) {
+  GetTrimmer().UseTestClock();
   RunBackgroundOnce();  // a posted cap trim, if any
   return GetTrimmer().Tick(now);
 }

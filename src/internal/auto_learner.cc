@@ -169,10 +169,12 @@ double AutoLearner::ExcessShare(AllocationMode mode) const {
   return 1 - best / own;
 }
 
-void AutoLearner::Load(AllocationMode mode, double now_s) {
+void AutoLearner::Load(AllocationMode mode, double now_s,
+                       const std::array<double, kNumAllocationModes>& cost_ns) {
   MutexLock lock(&mu_);
   current_.store(mode, std::memory_order_relaxed);
   stats_.source = DecisionSource::kLoaded;
+  stats_.cost_ns = cost_ns;
   learning_.store(false, std::memory_order_relaxed);
   recheck_at_s_.store(now_s + options_.recheck_after_s,
                       std::memory_order_relaxed);

@@ -89,8 +89,10 @@ class AutoLearner {
   // How much dearer `mode` is than the cheapest measured in this decision,
   // as a share of its cost (0 when not known): what a trial in it wastes.
   double ExcessShare(AllocationMode mode) const;
-  // Settled in `mode` from a decisions file; re-checks as usual.
-  void Load(AllocationMode mode, double now_s);
+  // Settled in `mode` from a decisions file, with the file's costs (ns per
+  // call); re-checks as usual.
+  void Load(AllocationMode mode, double now_s,
+            const std::array<double, kNumAllocationModes>& cost_ns = {});
   // No more trials (the method's calls cannot be timed); `current` stays.
   void Stop();
   Snapshot snapshot() const;

@@ -1,8 +1,10 @@
 // kAuto's decisions file (AutoOptions::decisions_path,
 // arenarpc/grpc/auto_decisions.h): the format's round trip, bad and stale
-// files, a changed schema, loading into installed methods, saving, and a
-// server that starts settled. Own binary: the methods and the file store
-// are process-wide.
+// files, a changed schema, a file the previous version wrote, loading into
+// installed methods, saving on settle (the background thread's tick), and a
+// server that starts settled. Own binary: the methods, the file store and
+// the background thread are process-wide. The background thread is never
+// started: the tests run its work themselves (RunBackgroundOnce).
 #include "arenarpc/grpc/auto_decisions.h"
 
 #include <google/protobuf/descriptor.h>
@@ -12,32 +14,45 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "arenarpc/grpc/install.h"
-#include "arenarpc/grpc/internal/method_meter.h"
+#include "arenarpc/grpc/internal/auto_call.h"
 #include "arenarpc/grpc/stats.h"
-#include "arenarpc/mode_chooser.h"
 #include "echo_service.h"
 #include "grpc/grpc_test_util.h"
 #include "src/grpc/decision_file.h"
+#include "src/internal/background.h"
 
 namespace arenarpc {
 namespace {
 
 using echo::EchoRequest;
 using echo::EchoResponse;
+using internal::AutoMethod;
+using internal::CallKind;
+using internal::CallTiming;
 using internal::DecisionEntry;
 using testing::WaitFor;
 
-MeasuredMethodStats StatsOf(const std::string& method) {
-  for (const MeasuredMethodStats& s : GetMeasuredMethodStats()) {
+// The background thread's body is kept, never run: decision saves happen
+// when a test runs the thread's work (internal::RunBackgroundOnce).
+void KeepTheBody(std::function<void()>) {}
+const bool kept_the_body = [] {
+  internal::SetBackgroundThreadStarterForTesting(&KeepTheBody);
+  return true;
+}();
+
+AutoMethodStats StatsOf(const std::string& method) {
+  for (const AutoMethodStats& s : GetAutoMethodStats()) {
     if (s.method == method) return s;
   }
   return {};
@@ -238,15 +253,13 @@ TEST(AutoDecisionsFileTest, SchemaFingerprintFollowsTheMessages) {
             internal::SchemaFingerprint(changed, EchoResponse::descriptor()));
 }
 
-// Never destroyed (a meter outlives every call), and reachable: kept here.
-internal::MethodMeter* NewAutoMeter(const std::string& name,
-                                    const AutoOptions& automatic = {}) {
-  static auto* const meters = new std::vector<internal::MethodMeter*>();
-  meters->push_back(
-      new internal::MethodMeter(name, AllocationMode::kAuto, ShadowOptions{},
-                                &EchoRequest::default_instance(),
-                                &EchoResponse::default_instance(), automatic));
-  return meters->back();
+// Never destroyed (an AutoMethod outlives every call): kept here.
+AutoMethod* NewAutoMethod(const std::string& name,
+                          const AutoOptions& automatic = {}) {
+  static auto* const methods = new std::vector<AutoMethod*>();
+  methods->push_back(new AutoMethod(name, automatic, EchoRequest::descriptor(),
+                                    EchoResponse::descriptor(), nullptr));
+  return methods->back();
 }
 
 // Only entries that match an installed kAuto method start it: another
@@ -254,10 +267,11 @@ internal::MethodMeter* NewAutoMeter(const std::string& name,
 // method are skipped (one line each). Seen red with LoadAutoDecisions'
 // Mismatch() taken as always empty (B, C, D started too).
 TEST(AutoDecisionsLoadTest, LoadsOnlyMatchingEntries) {
-  internal::MethodMeter* a = NewAutoMeter("/t.L/A");
-  NewAutoMeter("/t.L/B");
-  NewAutoMeter("/t.L/C");
-  NewAutoMeter("/t.L/D");
+  ASSERT_TRUE(kept_the_body);
+  AutoMethod* a = NewAutoMethod("/t.L/A");
+  NewAutoMethod("/t.L/B");
+  NewAutoMethod("/t.L/C");
+  NewAutoMethod("/t.L/D");
   std::vector<DecisionEntry> file = {
       EchoDecision("/t.L/A", AllocationMode::kReuse),
       EchoDecision("/t.L/B", AllocationMode::kReuse),
@@ -272,81 +286,173 @@ TEST(AutoDecisionsLoadTest, LoadsOnlyMatchingEntries) {
   const absl::StatusOr<int> started = LoadAutoDecisions(path);
   ASSERT_TRUE(started.ok()) << started.status();
   EXPECT_EQ(*started, 1);
-  const MeasuredMethodStats s = StatsOf("/t.L/A");
+  const AutoMethodStats s = StatsOf("/t.L/A");
   EXPECT_TRUE(s.settled);
   EXPECT_EQ(s.mode, AllocationMode::kReuse);
   EXPECT_EQ(s.decision_source, DecisionSource::kLoaded);
+  // The loaded costs are the method's until it decides again.
+  EXPECT_DOUBLE_EQ(s.cost_us[1], 1900.5);
   EXPECT_DOUBLE_EQ(s.cost_us[2], 1302.1);
   for (const char* m : {"/t.L/B", "/t.L/C", "/t.L/D"}) {
     EXPECT_FALSE(StatsOf(m).settled) << m;
     EXPECT_EQ(StatsOf(m).decision_source, DecisionSource::kNone) << m;
   }
-  // Its calls run in reuse, untimed (no trial).
-  for (int i = 0; i < 10; ++i) {
-    internal::MethodMeter::CallTiming t;
-    EXPECT_EQ(a->ModeForCall(1000, &t), AllocationMode::kReuse);
-    EXPECT_EQ(t.meter, nullptr);
+  // Its calls run in reuse, untimed (no trial), in every API.
+  for (CallKind kind : {CallKind::kSync, CallKind::kCallback}) {
+    for (int i = 0; i < 10; ++i) {
+      CallTiming t;
+      EXPECT_EQ(a->ModeForCall(kind, 1000, &t), AllocationMode::kReuse);
+      EXPECT_EQ(t.method, nullptr);
+    }
   }
+  EXPECT_EQ(StatsOf("/t.L/A").timed_calls, 0u);
   // Loading again changes nothing: A decided already.
   EXPECT_EQ(*LoadAutoDecisions(path), 0);
   unlink(path.c_str());
 }
 
-// The calling thread's work: a call's CPU.
-void BurnCpu(double ns) {
-  const double start = internal::MethodMeter::ThreadCpuNs();
-  volatile uint64_t x = 1;
-  while (internal::MethodMeter::ThreadCpuNs() - start < ns) x = x * 3 + 1;
+// A file the previous version wrote (docs/raw/auto_prior's data.tar.xz,
+// sync_metrics_logs/decisions_otlp_logs.json), verbatim: its layout
+// (protobuf's JSON printer, fields in its order) must still read.
+constexpr const char* kKeptFile = R"({
+ "decisions": [
+  {
+   "saved_unix_s": 1795769611,
+   "calls": 64,
+   "schema": "e56c6fbab2548260",
+   "protobuf": 3021012,
+   "source": "prior",
+   "request_type": "opentelemetry.proto.collector.logs.v1.ExportLogsServiceRequest",
+   "response_type": "opentelemetry.proto.collector.logs.v1.ExportLogsServiceResponse",
+   "cost_us": {
+    "reuse": 324.6,
+    "arena": 336.1,
+    "heap": 0
+   },
+   "method": "opentelemetry.proto.collector.logs.v1.LogsService/Export",
+   "mode": "reuse"
+  }
+ ],
+ "format": "arenarpc auto decisions",
+ "version": 1
+}
+)";
+
+// Seen red with ReadEntry's `source == "prior"` test made false (the kept
+// file's prior decision read as learned).
+TEST(AutoDecisionsFileTest, AFileThePreviousVersionWroteStillReads) {
+  std::vector<std::string> skipped;
+  const auto out = internal::ParseDecisions(kKeptFile, &skipped);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(skipped.empty());
+  ASSERT_EQ(out->size(), 1u);
+  const DecisionEntry& e = (*out)[0];
+  EXPECT_EQ(e.method,
+            "opentelemetry.proto.collector.logs.v1.LogsService/Export");
+  EXPECT_EQ(e.request_type,
+            "opentelemetry.proto.collector.logs.v1.ExportLogsServiceRequest");
+  EXPECT_EQ(e.response_type,
+            "opentelemetry.proto.collector.logs.v1.ExportLogsServiceResponse");
+  EXPECT_EQ(e.schema, "e56c6fbab2548260");
+  EXPECT_EQ(e.protobuf, 3021012);
+  EXPECT_EQ(e.mode, AllocationMode::kReuse);
+  EXPECT_EQ(e.source, DecisionSource::kPrior);
+  EXPECT_DOUBLE_EQ(e.cost_us[0], 0);
+  EXPECT_DOUBLE_EQ(e.cost_us[1], 336.1);
+  EXPECT_DOUBLE_EQ(e.cost_us[2], 324.6);
+  EXPECT_EQ(e.calls, 64u);
+  EXPECT_EQ(e.saved_unix_s, 1795769611);
+
+  // The same file for an installed method of this process (its identity
+  // put in place of the OTLP one, the layout kept): it starts settled.
+  std::string text = kKeptFile;
+  const DecisionEntry id = EchoId("/t.Kept/Export");
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace("opentelemetry.proto.collector.logs.v1.LogsService/Export",
+          id.method);
+  replace("opentelemetry.proto.collector.logs.v1.ExportLogsServiceRequest",
+          id.request_type);
+  replace("opentelemetry.proto.collector.logs.v1.ExportLogsServiceResponse",
+          id.response_type);
+  replace("e56c6fbab2548260", id.schema);
+  replace("3021012", std::to_string(id.protobuf));
+  NewAutoMethod(id.method);
+  const std::string path = TempPath("kept");
+  WriteText(path, text);
+  const absl::StatusOr<int> started = LoadAutoDecisions(path);
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_EQ(*started, 1);
+  const AutoMethodStats s = StatsOf(id.method);
+  EXPECT_TRUE(s.settled);
+  EXPECT_EQ(s.mode, AllocationMode::kReuse);
+  EXPECT_EQ(s.decision_source, DecisionSource::kLoaded);
+  unlink(path.c_str());
+}
+
+// Trials of `m` until it settles (at most `max_calls` calls), each of
+// `bytes` on the wire and costing cost_ns[mode] of CPU: the learner sees
+// these costs, not the test's own CPU.
+void LearnUntilSettled(AutoMethod* m, const std::string& name, double bytes,
+                       const std::array<double, kNumAllocationModes>& cost_ns,
+                       int max_calls = 600) {
+  for (int call = 0; call < max_calls && !StatsOf(name).settled; ++call) {
+    CallTiming t;
+    const AllocationMode mode = m->ModeForCall(CallKind::kSync, bytes, &t);
+    if (t.method != nullptr) m->Observe(t, cost_ns[static_cast<int>(mode)]);
+  }
 }
 
 // Saved atomically (no temporary left), the decisions of this process
 // and the entries of other methods from the file loaded; a decision
-// settled with decisions_path set is saved on its own, off the call path.
-// Seen red with SaveAutoDecisions keeping no entry of another method
-// (`installed.count(e.method) == 0` made false).
+// settled with decisions_path set is saved by the background thread's
+// tick, off the call path. Seen red with SaveAutoDecisions keeping no
+// entry of another method (`installed.count(e.method) == 0` made false),
+// and with DecisionSettled() not adding the tick (nothing saved).
 TEST(AutoDecisionsSaveTest, SavesOnSettleAndKeepsOtherMethods) {
+  ASSERT_TRUE(kept_the_body);
   const std::string dir = TempPath("dir");
   mkdir(dir.c_str(), 0755);
   const std::string path = dir + "/decisions.json";
   // Another replica's file: a method this process does not install.
-  WriteText(path, Format({EchoDecision("/t.Other/M", AllocationMode::kArena)}));
+  const std::string other =
+      Format({EchoDecision("/t.Other/M", AllocationMode::kArena)});
+  WriteText(path, other);
   AutoOptions automatic;
-  automatic.max_cpu_share = 1.0;  // every call may be timed
+  automatic.max_cpu_share = 1.0;  // every call may be a trial
   automatic.decisions_path = path;
-  internal::MethodMeter* m = NewAutoMeter("/t.S/Learns", automatic);
+  AutoMethod* m = NewAutoMethod("/t.S/Learns", automatic);
   EXPECT_FALSE(StatsOf("/t.S/Learns").settled);  // no entry: it learns
-  // Calls of 1000 bytes: heap 0.6 ms, arena 0.4 ms, reuse 0.2 ms of CPU.
-  const double cost[] = {6e5, 4e5, 2e5};
-  for (int call = 0; call < 600 && !StatsOf("/t.S/Learns").settled; ++call) {
-    internal::MethodMeter::CallTiming t;
-    const AllocationMode mode = m->ModeForCall(1000, &t);
-    BurnCpu(cost[static_cast<int>(mode)]);
-    if (t.meter != nullptr) m->EndTimedCall(t);
-  }
+  internal::RunBackgroundOnce();
+  EXPECT_EQ(ReadText(path), other) << "saved before any decision";
+  // Calls of 1000 bytes: heap 60 us, arena 40 us, reuse 20 us of CPU.
+  LearnUntilSettled(m, "/t.S/Learns", 1000, {6e4, 4e4, 2e4});
   ASSERT_TRUE(StatsOf("/t.S/Learns").settled);
-  std::vector<DecisionEntry> saved;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        auto parsed = internal::ParseDecisions(ReadText(path), nullptr);
-        if (!parsed.ok() || parsed->size() < 2) return false;
-        saved = *parsed;
-        return true;
-      },
-      std::chrono::seconds(10)));
+  // Not on the call path: nothing written until the background thread's
+  // tick.
+  EXPECT_EQ(ReadText(path), other);
+  internal::RunBackgroundOnce();
+  const auto saved = internal::ParseDecisions(ReadText(path), nullptr);
+  ASSERT_TRUE(saved.ok()) << saved.status();
   bool learned = false;
-  bool other = false;
-  for (const DecisionEntry& e : saved) {
+  bool kept = false;
+  for (const DecisionEntry& e : *saved) {
     if (e.method == "/t.S/Learns") {
       learned = true;
       EXPECT_EQ(e.mode, AllocationMode::kReuse);
+      EXPECT_EQ(e.source, DecisionSource::kLearned);  // small calls: no prior
       EXPECT_EQ(e.schema, EchoId("x").schema);
       EXPECT_GT(e.calls, 0u);
       EXPECT_GT(e.cost_us[2], 0);
+      EXPECT_GT(e.cost_us[0], e.cost_us[2]);
     }
-    if (e.method == "/t.Other/M") other = true;
+    if (e.method == "/t.Other/M") kept = true;
   }
   EXPECT_TRUE(learned);
-  EXPECT_TRUE(other);
+  EXPECT_TRUE(kept);
   // An explicit save: the same, and no temporary file left beside it.
   ASSERT_TRUE(SaveAutoDecisions(path).ok());
   EXPECT_EQ(std::system(("test $(ls -A " + dir + " | wc -l) -eq 1").c_str()),
@@ -359,9 +465,10 @@ TEST(AutoDecisionsSaveTest, SavesOnSettleAndKeepsOtherMethods) {
 
 // A server whose method has a decision in its decisions file: its first
 // calls run in the loaded mode with no trial; stats and Prometheus say
-// where the decision came from. Seen red with the MethodMeter
-// constructor's StartSettled() call removed (the first calls were
-// trials).
+// where the decision came from; saved again, the decision keeps what was
+// loaded. Seen red with the AutoMethod constructor's Load() call removed
+// (the first calls were trials), and without a loaded decision's costs
+// and calls kept (saved as 0).
 TEST(AutoDecisionsServerTest, FirstCallsRunInTheLoadedMode) {
   const std::string method = "arenarpc.echo.EchoService/Echo";
   const std::string path = TempPath("server");
@@ -389,9 +496,9 @@ TEST(AutoDecisionsServerTest, FirstCallsRunInTheLoadedMode) {
                reuse_before ==
            20;
   }));
-  const MeasuredMethodStats s = StatsOf(method);
+  const AutoMethodStats s = StatsOf(method);
   EXPECT_EQ(s.timed_calls, 0u);
-  EXPECT_EQ(s.samples, 0u);
+  EXPECT_EQ(s.lost_calls + s.failed_calls + s.warming_calls, 0u);
   EXPECT_TRUE(s.settled);
   EXPECT_EQ(s.mode, AllocationMode::kReuse);
   EXPECT_EQ(s.decision_source, DecisionSource::kLoaded);
@@ -400,7 +507,24 @@ TEST(AutoDecisionsServerTest, FirstCallsRunInTheLoadedMode) {
                       "\",mode=\"reuse\",source=\"loaded\"} 1"),
             std::string::npos)
       << text;
+  // Saved (explicitly: save_decisions is off) as it was loaded.
+  const std::string again = TempPath("server_again");
+  ASSERT_TRUE(SaveAutoDecisions(again).ok());
+  const auto saved = internal::ParseDecisions(ReadText(again), nullptr);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  bool found = false;
+  for (const DecisionEntry& e : *saved) {
+    if (e.method != method) continue;
+    found = true;
+    EXPECT_EQ(e.mode, AllocationMode::kReuse);
+    EXPECT_EQ(e.source, DecisionSource::kLearned);
+    EXPECT_DOUBLE_EQ(e.cost_us[1], 1900.5);
+    EXPECT_DOUBLE_EQ(e.cost_us[2], 1302.1);
+    EXPECT_EQ(e.calls, 24u);
+  }
+  EXPECT_TRUE(found);
   unlink(path.c_str());
+  unlink(again.c_str());
 }
 
 }  // namespace

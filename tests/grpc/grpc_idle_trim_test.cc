@@ -12,13 +12,14 @@
 #include <thread>
 #include <vector>
 
-#include "arenarpc/grpc/internal/method_meter.h"
+#include "arenarpc/grpc/allocators.h"
+#include "arenarpc/grpc/internal/shadow_meter.h"
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/grpc/streaming.h"
 #include "arenarpc/page_pool.h"
 #include "grpc/grpc_test_util.h"
-#include "src/internal/background_thread.h"
+#include "src/internal/background.h"
 #include "test_messages.pb.h"
 
 namespace arenarpc {
@@ -40,9 +41,10 @@ std::vector<Holder*> AllocateCalls(AllocationMode mode, int n) {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// The trimming thread is never started: each test runs its passes itself
-// (internal::IdleTrimTickForTesting) with its own clock, so what a pass
-// does is checked right after it, with no sleeping and no waiting.
+// The background thread is never started (its body is kept, not run): each
+// test runs its ticks itself (internal::IdleTrimTickForTesting: the queued
+// tasks, then one trim tick) with its own clock, so what a tick does is
+// checked right after it, with no sleeping and no waiting.
 int threads_asked = 0;
 void CountButDoNotStart(std::function<void()>) { ++threads_asked; }
 
@@ -156,17 +158,12 @@ TEST_F(IdleTrimTest, ReachesTheCachesOfThreadsThatStayAlive) {
   EXPECT_EQ(s.pages_in_use, 0u);
 }
 
-// The measuring thread (kAuto, shadow measurement) runs behind a queue at
-// low priority: it parses its samples in every mode after the calls they
-// came from ended, often after the idle trim. What it frees then (arena
-// pages into the depot) must be trimmed too: its work counts as activity.
-void StartOnlyTheMeasuringThread(std::function<void()> body) {
-  // The trimming thread asked first (ApplyServerLimits): the test drives it.
-  if (++threads_asked > 1) std::thread(std::move(body)).detach();
-}
-
-TEST_F(IdleTrimTest, TrimsAgainAfterTheMeasuringThreadsLastSample) {
-  internal::SetBackgroundThreadStarterForTesting(&StartOnlyTheMeasuringThread);
+// Shadow measurement's samples wait in a queue for the background thread,
+// which parses them in every mode after the calls they came from ended,
+// often after the idle trim. What it frees then (arena pages into the
+// depot) must be trimmed too: its work counts as activity. Seen red with
+// BackgroundProgress() left out of Trimmer::Activity() (no second trim).
+TEST_F(IdleTrimTest, TrimsAgainAfterTheBackgroundThreadsLastSample) {
   ServerOptions options(AllocationMode::kArena);
   options.idle_trim.idle_ms = 100;
   internal::ApplyServerLimits(options);
@@ -174,14 +171,15 @@ TEST_F(IdleTrimTest, TrimsAgainAfterTheMeasuringThreadsLastSample) {
   ShadowOptions shadow;
   shadow.sample_one_in = 1;
   shadow.max_cpu_share = 1.0;  // every sample measured
-  internal::MethodMeter meter("test.Svc/Method", AllocationMode::kHeap, shadow,
-                              &Record::default_instance(),
-                              &Record::default_instance());
+  static auto* const meter = new internal::ShadowMeter(  // as installs'
+      "test.Svc/Method", AllocationMode::kHeap, shadow,
+      &Record::default_instance(), &Record::default_instance(), nullptr);
   // Many small sub-messages: parsed on arena pages, not in a few strings.
   Record big;
   for (int i = 0; i < 20'000; ++i) big.add_leaves()->add_numbers(i);
-  internal::PauseMeasuringForTest(true);
-  ASSERT_TRUE(meter.SubmitBytes(big.SerializeAsString(), ""));
+  internal::PauseShadowForTest(true);
+  ASSERT_TRUE(meter->SubmitBytes(internal::SampleBytes(big.SerializeAsString()),
+                                 internal::SampleBytes()));
   ASSERT_EQ(PagePool::Default().BytesHeld(), 0u);
 
   // The calls ended; the sample waits in the queue: the idle trim runs.
@@ -189,25 +187,25 @@ TEST_F(IdleTrimTest, TrimsAgainAfterTheMeasuringThreadsLastSample) {
   internal::IdleTrimTickForTesting(t0);
   internal::IdleTrimTickForTesting(t0 + milliseconds(100));
   ASSERT_EQ(GetGrpcStats().idle_trims, 1u);
+  ASSERT_EQ(internal::QueuedShadowSamplesForTest(), 1u);
 
-  // Then the measuring thread parses it in every mode; its pages land in
-  // the depot.
-  const uint64_t before = internal::MeasuringProgress();
-  internal::PauseMeasuringForTest(false);
-  ASSERT_TRUE(arenarpc::testing::WaitFor(
-      [&] { return internal::MeasuringProgress() > before; }));
-  ASSERT_GT(PagePool::Default().BytesHeld(), 0u);
-
-  // No call since: still a new idle period, trimmed like the first.
+  // Then the background thread parses it in every mode (the next tick runs
+  // the queued work first); its pages land in the depot.
+  internal::PauseShadowForTest(false);
   const Clock::time_point t1 = t0 + milliseconds(1000);
   internal::IdleTrimTickForTesting(t1);
+  ASSERT_EQ(internal::QueuedShadowSamplesForTest(), 0u);
+  ASSERT_GT(PagePool::Default().BytesHeld(), 0u);
+  EXPECT_EQ(GetGrpcStats().idle_trims, 1u) << "trimmed at once";
+
+  // No call since: still a new idle period, trimmed like the first.
   internal::IdleTrimTickForTesting(t1 + milliseconds(100));
   EXPECT_EQ(GetGrpcStats().idle_trims, 2u);
   EXPECT_EQ(PagePool::Default().BytesHeld(), 0u)
-      << "the measuring thread's pages stayed pooled after the idle trim";
+      << "the background thread's pages stayed pooled after the idle trim";
 }
 
-// A sample's bytes are freed by the measuring thread, after the call that
+// A sample's bytes are freed by the background thread, after the call that
 // took them: large ones in a mapping of their own (unmapped then), never in
 // the call thread's glibc arena, whose top malloc_trim(0) does not reach.
 TEST(SampleBytesTest, LargeSamplesAreMappedSmallOnesOnTheHeap) {
@@ -247,10 +245,11 @@ TEST_F(IdleTrimTest, OffByDefault) {
   EXPECT_GE(DefaultMessagePool<Record>().Stats().idle, 20u);
 }
 
-// Background threads start lazily (here: the first install with idle
-// trimming; the measuring thread at the first sample, on a call thread).
-// When they cannot start, the caller goes on without them: counted, no
-// exception.
+// The background thread starts lazily (here: the first install with idle
+// trimming; else shadow's first sample, on a call thread). When it cannot
+// start, the caller goes on without it: counted once, no exception, no
+// retry. Seen red with Background::Start()'s `if (started_) return
+// running_;` removed (each caller retried and counted again).
 void ThrowAsAtTheThreadLimit(std::function<void()>) {
   throw std::system_error(EAGAIN, std::generic_category(),
                           "Resource temporarily unavailable");
@@ -267,20 +266,26 @@ TEST(BackgroundThreadTest, AFailedStartIsCountedNotThrown) {
   std::vector<Holder*> calls;
   EXPECT_NO_THROW(calls = AllocateCalls(AllocationMode::kArena, 3));
   for (Holder* h : calls) h->Release();
-  EXPECT_EQ(GetGrpcStats().background_thread_failures, 1u);
+  EXPECT_GE(GetGrpcStats().over_cap_heap_calls, 1u);
+  EXPECT_EQ(GetGrpcStats().over_cap_trims, 0u) << "no thread, no trim";
 
-  internal::MethodMeter meter("test.Svc/Method", AllocationMode::kAuto, {},
-                              &Record::default_instance(),
-                              &Record::default_instance());
+  // Shadow's samples, on a call thread: dropped, not queued.
+  static auto* const meter = new internal::ShadowMeter(  // as installs'
+      "test.Svc/Method", AllocationMode::kArena, {},
+      &Record::default_instance(), &Record::default_instance(), nullptr);
   Record r;
   r.set_title("sampled");
   bool queued = true;
-  EXPECT_NO_THROW(
-      queued = meter.SubmitBytes(r.SerializeAsString(), r.SerializeAsString()));
-  EXPECT_FALSE(queued) << "no measuring thread: the sample is dropped";
-  EXPECT_EQ(GetGrpcStats().background_thread_failures, 2u);
+  EXPECT_NO_THROW(queued = meter->SubmitBytes(
+                      internal::SampleBytes(r.SerializeAsString()),
+                      internal::SampleBytes(r.SerializeAsString())));
+  EXPECT_FALSE(queued) << "no background thread: the sample is dropped";
+  EXPECT_EQ(internal::QueuedShadowSamplesForTest(), 0u);
+  EXPECT_FALSE(internal::PostBackground([] {}));
+  // One thread, one failure: no other thread was tried.
+  EXPECT_EQ(GetGrpcStats().background_thread_failures, 1u);
   EXPECT_NE(RenderPrometheusStats().find(
-                "arenarpc_grpc_background_thread_failures_total 2"),
+                "arenarpc_grpc_background_thread_failures_total 1"),
             std::string::npos);
 }
 
@@ -298,7 +303,7 @@ TEST_F(IdleTrimTest, OverTheCapCallsGetHeapMessages) {
   EXPECT_GE(s.modes[heap].in_flight, 1u);
   EXPECT_EQ(s.modes[heap].in_flight + s.modes[arena].in_flight, 10u);
   EXPECT_EQ(s.over_cap_heap_calls, s.modes[heap].in_flight);
-  EXPECT_EQ(threads_asked, 1) << "the cap wakes the trimming thread";
+  EXPECT_EQ(threads_asked, 1) << "the cap starts the background thread";
   for (Holder* h : calls) h->Release();
   const GrpcStats after = GetGrpcStats();
   EXPECT_EQ(after.modes[heap].in_flight + after.modes[arena].in_flight, 0u);
@@ -306,12 +311,79 @@ TEST_F(IdleTrimTest, OverTheCapCallsGetHeapMessages) {
       RenderPrometheusStats().find("arenarpc_grpc_over_cap_heap_calls_total " +
                                    std::to_string(s.over_cap_heap_calls)),
       std::string::npos);
-  // The trimming thread's pass trims the depots because of the cap.
+  // The background thread trims the depots because of the cap (a task
+  // posted by the first call over it).
   EXPECT_EQ(GetGrpcStats().over_cap_trims, 0u);
   EXPECT_TRUE(internal::IdleTrimTickForTesting(Clock::now()));
   EXPECT_EQ(GetGrpcStats().over_cap_trims, 1u);
-  // Woken once per trim: the next pass has nothing to do.
+  // Posted once per tick: the next tick has nothing to do.
   EXPECT_FALSE(internal::IdleTrimTickForTesting(Clock::now()));
+  EXPECT_EQ(GetGrpcStats().over_cap_trims, 1u);
+}
+
+AutoMethodStats AutoStatsOf(const std::string& method) {
+  for (const AutoMethodStats& s : GetAutoMethodStats()) {
+    if (s.method == method) return s;
+  }
+  return {};
+}
+
+// What kAuto's learner has taken in of a method's trials.
+uint64_t TrialsSeen(const std::string& method) {
+  const AutoMethodStats s = AutoStatsOf(method);
+  return s.timed_calls + s.warming_calls + s.lost_calls + s.failed_calls;
+}
+
+// Over the cap every call of a kAuto method gets heap messages and no trial
+// is handed out (one would be a heap call timed as another mode's); once
+// under the cap again, learning goes on. Seen red with the allocator asking
+// ModeForCall() before the cap (the trial's mode then replaced by heap):
+// the learner observed heap calls as trials.
+TEST_F(IdleTrimTest, OverTheCapAnAutoMethodHandsOutNoTrial) {
+  const std::string name = "arenarpc.test.Idle/Auto";
+  ServerOptions auto_options(AllocationMode::kAuto);
+  auto_options.automatic.max_cpu_share = 1.0;  // every call may be a trial
+  // Never destroyed, as installs' allocators.
+  static auto* const allocator =
+      new MeteredMessageAllocator<Record, Record>(name, auto_options);
+  auto call = [&] {
+    auto* h = allocator->AllocateMessages();
+    h->request()->set_title(std::string(1000, 'r'));
+    h->response()->set_title("done");
+    h->Release();  // on the allocating thread: a callback trial counts
+  };
+  // Under the cap (none yet): trials.
+  for (int i = 0; i < 6; ++i) call();
+  const uint64_t learned = TrialsSeen(name);
+  ASSERT_GT(learned, 0u);
+  ASSERT_FALSE(AutoStatsOf(name).settled);
+
+  // Over the cap: arena calls held in flight until the pool holds more.
+  ServerOptions options(AllocationMode::kArena);
+  options.max_pooled_bytes =
+      PagePool::Default().BytesHeld() + 8 * PagePool::Default().page_size();
+  internal::ApplyServerLimits(options);
+  std::vector<Holder*> held;
+  while (!internal::OverPooledCap() && held.size() < 1000) {
+    for (Holder* h : AllocateCalls(AllocationMode::kArena, 1))
+      held.push_back(h);
+  }
+  ASSERT_TRUE(internal::OverPooledCap());
+  const auto heap = static_cast<int>(AllocationMode::kHeap);
+  const uint64_t heap_calls = GetGrpcStats().modes[heap].calls;
+  for (int i = 0; i < 50; ++i) call();
+  EXPECT_EQ(GetGrpcStats().modes[heap].calls, heap_calls + 50);
+  EXPECT_EQ(TrialsSeen(name), learned) << "a trial handed out over the cap";
+  EXPECT_FALSE(AutoStatsOf(name).settled);
+
+  // Under the cap again: learning resumes.
+  for (Holder* h : held) h->Release();
+  DefaultMessagePool<Record>().Trim();
+  DefaultMessagePool<Record>().ReleaseIdleCaches(milliseconds(0));
+  internal::ReleaseIdleArenasAndPages(milliseconds(0));
+  ASSERT_FALSE(internal::OverPooledCap());
+  call();
+  EXPECT_GT(TrialsSeen(name), learned);
 }
 
 // After a burst, the threads that served it go idle but stay alive (a gRPC

@@ -24,8 +24,9 @@ TEST(KillSwitchTest, EnvironmentTurnsEveryModeIntoHeap) {
   for (AllocationMode m : {AllocationMode::kHeap, AllocationMode::kArena,
                            AllocationMode::kReuse}) {
     EXPECT_EQ(EffectiveAllocationMode(m), AllocationMode::kHeap);
-    auto* holder = DefaultMessageAllocator<echo::EchoRequest, echo::EchoResponse>(m)
-                       ->AllocateMessages();
+    auto* holder =
+        DefaultMessageAllocator<echo::EchoRequest, echo::EchoResponse>(m)
+            ->AllocateMessages();
     EXPECT_EQ(holder->request()->GetArena(), nullptr);
     holder->FreeRequest();
     holder->Release();

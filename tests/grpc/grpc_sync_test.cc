@@ -150,13 +150,14 @@ TEST(SyncInstallTest, StatsShowEachMethodsApiAndMode) {
             std::string::npos);
 }
 
-// kAuto learning on real calls (AutoLearning::kRealCalls): sync calls are
-// served in turn in each mode (and timed where they run). First in this
-// binary: kAuto's budget is process-wide, the next test spends from it.
+// kAuto learns on real calls: sync calls are served in turn in each mode
+// (and timed where they run). First in this binary: kAuto's budget is
+// process-wide, the next test spends from it. The default options (its
+// start-up credit covers three trials): every kAuto install of the echo
+// method in this binary asks for the same, as a second install with other
+// options is refused.
 TEST(SyncMeasuringTest, RealCallLearningTriesEachModeOnSyncCalls) {
-  ServerOptions options(AllocationMode::kAuto);
-  options.automatic.learn = AutoLearning::kRealCalls;
-  options.automatic.max_cpu_share = 1.0;  // every call may be timed
+  const ServerOptions options(AllocationMode::kAuto);
   auto calls = [] {
     std::array<uint64_t, kNumAllocationModes> n;
     const GrpcStats s = GetGrpcStats();
@@ -196,15 +197,19 @@ TEST(SyncMeasuringTest, ShadowAndAutoMeasureSyncCalls) {
   shadowed.shadow.max_cpu_share = 1.0;
   EchoServer shadow_server(shadowed, 4 << 20, ServerApi::kSync);
   EchoServer auto_server(AllocationMode::kAuto, 4 << 20, ServerApi::kSync);
+  // Shadow's sampled calls, kAuto's timed ones.
   auto measured = [](bool automatic) {
     for (const MeasuredMethodStats& m : GetMeasuredMethodStats()) {
-      if (m.automatic == automatic && m.samples > 0) return true;
+      if (m.automatic == automatic &&
+          (automatic ? m.timed_calls : m.samples) > 0) {
+        return true;
+      }
     }
     return false;
   };
   for (EchoServer* server : {&shadow_server, &auto_server}) {
     auto stub = EchoService::NewStub(server->NewChannel());
-    // Keep calling until a sample was measured (the measuring thread runs
+    // Keep calling until a call was measured (shadow's background thread runs
     // at nice 19 and may drop samples on a busy machine).
     const bool automatic = server == &auto_server;
     ASSERT_TRUE(WaitFor([&] {
@@ -403,8 +408,8 @@ class InUseAtSend final : public grpc::experimental::Interceptor {
       grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::PRE_SEND_MESSAGE)) {
-      g_requests_in_use_at_send =
-          static_cast<int64_t>(DefaultMessagePool<EchoRequest>().Stats().in_use);
+      g_requests_in_use_at_send = static_cast<int64_t>(
+          DefaultMessagePool<EchoRequest>().Stats().in_use);
     }
     methods->Proceed();
   }

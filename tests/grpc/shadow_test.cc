@@ -1,19 +1,25 @@
 // Shadow measurement (ServerOptions::shadow): responses unchanged, bounded
 // queue that drops instead of waiting, malformed samples counted, captures
-// bounded and readable by arenarpc_advise.
+// bounded and readable by arenarpc_advise, and a kAuto method measured by
+// shadow while its learner sees only its real calls. The background thread
+// is never started: the tests run its work (the samples' parses)
+// themselves, with internal::RunBackgroundOnce().
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "arenarpc/grpc/internal/shadow_meter.h"
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
 #include "grpc/grpc_test_util.h"
+#include "src/internal/background.h"
 
 namespace arenarpc {
 namespace {
@@ -23,15 +29,61 @@ using ::arenarpc::echo::EchoRequest;
 using ::arenarpc::echo::EchoResponse;
 using ::arenarpc::testing::EchoServer;
 using ::arenarpc::testing::WaitFor;
+using internal::SampleBytes;
+using internal::ShadowMeter;
 
-// The stats of the meter of `method` installed in `mode` (a method may be
-// measured in several modes in one process).
+void KeepTheBody(std::function<void()>) {}
+const bool kept_the_body = [] {
+  internal::SetBackgroundThreadStarterForTesting(&KeepTheBody);
+  return true;
+}();
+
+// The background thread's work: the queued samples parsed.
+void RunBackground() {
+  EXPECT_TRUE(kept_the_body);
+  internal::RunBackgroundOnce();
+}
+
+// Waits (bounded) for `done`, running the background thread's work in
+// between.
+bool RunBackgroundUntil(const std::function<bool()>& done) {
+  return WaitFor([&] {
+    RunBackground();
+    return done();
+  });
+}
+
+// Shadow's stats of `method` installed in `mode` (a method may be measured
+// in several modes in one process).
 MeasuredMethodStats StatsOf(const std::string& method,
                             AllocationMode mode = AllocationMode::kArena) {
-  for (const MeasuredMethodStats& s : GetMeasuredMethodStats()) {
+  for (const MeasuredMethodStats& s : GetGrpcStats().shadow_methods) {
     if (s.method == method && s.mode == mode) return s;
   }
   return {};
+}
+
+AutoMethodStats AutoStatsOf(const std::string& method) {
+  for (const AutoMethodStats& s : GetAutoMethodStats()) {
+    if (s.method == method) return s;
+  }
+  return {};
+}
+
+// A meter never destroyed (queued samples point to it), as installs make;
+// kept reachable here.
+ShadowMeter& NewMeter(const std::string& name, AllocationMode mode,
+                      const ShadowOptions& options) {
+  static auto* const meters = new std::vector<ShadowMeter*>();
+  meters->push_back(
+      new ShadowMeter(name, mode, options, &EchoRequest::default_instance(),
+                      &EchoResponse::default_instance(), nullptr));
+  return *meters->back();
+}
+
+bool Submit(ShadowMeter& meter, const std::string& request,
+            const std::string& response = "") {
+  return meter.SubmitBytes(SampleBytes(request), SampleBytes(response));
 }
 
 // A scratch directory, removed at the end.
@@ -96,7 +148,8 @@ TEST_P(ShadowModeTest, ResponsesUnchangedAndMethodMeasured) {
     EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString()) << "seed " << seed;
   }
   const std::string method = "arenarpc.echo.EchoService/Echo";
-  ASSERT_TRUE(WaitFor([&] { return StatsOf(method, GetParam()).samples > 0; }));
+  ASSERT_TRUE(RunBackgroundUntil(
+      [&] { return StatsOf(method, GetParam()).samples > 0; }));
   const MeasuredMethodStats s = StatsOf(method, GetParam());
   EXPECT_FALSE(s.automatic);
   EXPECT_EQ(s.mode, GetParam());
@@ -123,12 +176,11 @@ TEST_P(ShadowModeTest, ResponsesUnchangedAndMethodMeasured) {
   // The capture: under the method's directory, the type named, each file a
   // request that was sent.
   const fs::path capture = dir.path() / "arenarpc.echo.EchoService.Echo";
-  // The measuring thread runs at nice 19 and its queue holds 4 samples, so
-  // on a busy machine it may have dropped some of the 12: send the same
-  // requests again (each 20 ms) until 5 are captured.
+  // The queue holds 4 samples, so it may have dropped some of the 12: send
+  // the same requests again (each 20 ms) until 5 are captured.
   uint32_t resend = 0;
   auto last = std::chrono::steady_clock::now();
-  ASSERT_TRUE(WaitFor([&] {
+  ASSERT_TRUE(RunBackgroundUntil([&] {
     if (BinFiles(capture).size() >= 5) return true;
     if (std::chrono::steady_clock::now() - last >
         std::chrono::milliseconds(20)) {
@@ -170,54 +222,49 @@ ShadowOptions Measured(int one_in = 1) {
   return o;
 }
 
+// Seen red with Shadow::Push's bound (`queue_.size() >= kMaxQueued`) made
+// false (the 10 more were queued).
 TEST(ShadowTest, DropsInsteadOfWaitingWhenTheQueueIsFull) {
-  internal::MethodMeter meter("test/QueueFull", AllocationMode::kArena,
-                              Measured(), &EchoRequest::default_instance(),
-                              &EchoResponse::default_instance());
+  ShadowMeter& meter =
+      NewMeter("test/QueueFull", AllocationMode::kArena, Measured());
   const std::string bytes = Request(1, 3).SerializeAsString();
-  ASSERT_TRUE(WaitFor([] { return internal::QueuedSamplesForTest() == 0; }));
-  internal::PauseMeasuringForTest(true);
-  // Fill the queue (a submission may also lose the queue's lock to the
-  // measuring thread: dropped as well, never waited for).
-  int queued = 0, attempts = 0;
-  while (queued < 4 && attempts < 10000) {
-    ++attempts;
-    queued += meter.SubmitBytes(bytes, "") ? 1 : 0;
-  }
+  RunBackground();
+  ASSERT_EQ(internal::QueuedShadowSamplesForTest(), 0u);
+  internal::PauseShadowForTest(true);
+  int queued = 0;
+  for (int i = 0; i < 4; ++i) queued += Submit(meter, bytes) ? 1 : 0;
   int refused = 0;
-  for (int i = 0; i < 10; ++i) refused += meter.SubmitBytes(bytes, "") ? 0 : 1;
+  for (int i = 0; i < 10; ++i) refused += Submit(meter, bytes) ? 0 : 1;
   // While the queue is full the meter does not even sample.
   int sampled = 0;
   for (int i = 0; i < 100; ++i) sampled += meter.ShouldSample() ? 1 : 0;
-  internal::PauseMeasuringForTest(false);
+  EXPECT_EQ(internal::QueuedShadowSamplesForTest(), 4u);
+  // Paused: the background thread's work leaves them queued.
+  RunBackground();
+  EXPECT_EQ(internal::QueuedShadowSamplesForTest(), 4u);
+  EXPECT_EQ(StatsOf("test/QueueFull").samples, 0u);
+  internal::PauseShadowForTest(false);
   EXPECT_EQ(queued, 4);  // the queue's bound
   EXPECT_EQ(refused, 10);
   EXPECT_EQ(sampled, 0);
-  EXPECT_EQ(StatsOf("test/QueueFull").dropped,
-            static_cast<uint64_t>(attempts - queued + 10 + 100));
-  ASSERT_TRUE(WaitFor([&] {
-    return StatsOf("test/QueueFull").samples == static_cast<uint64_t>(queued);
-  }));
+  EXPECT_EQ(StatsOf("test/QueueFull").dropped, 10u + 100u);
+  RunBackground();
+  EXPECT_EQ(internal::QueuedShadowSamplesForTest(), 0u);
+  EXPECT_EQ(StatsOf("test/QueueFull").samples, 4u);
 }
 
 TEST(ShadowTest, MalformedSampledBytesAreCountedAndDropped) {
   TempDir dir("arenarpc_shadow_malformed");
   ShadowOptions o = Measured();
   o.capture_dir = dir.path().string();
-  internal::MethodMeter meter("test/Malformed", AllocationMode::kHeap, o,
-                              &EchoRequest::default_instance(),
-                              &EchoResponse::default_instance());
+  ShadowMeter& meter = NewMeter("test/Malformed", AllocationMode::kHeap, o);
   // A truncated length-delimited field, then a valid request.
-  ASSERT_TRUE(
-      WaitFor([&] { return meter.SubmitBytes("\x0a\xff\xff\x03", ""); }));
-  ASSERT_TRUE(WaitFor([&] {
-    return meter.SubmitBytes(Request(1, 5).SerializeAsString(), "");
-  }));
-  ASSERT_TRUE(WaitFor([&] {
-    return StatsOf("test/Malformed", AllocationMode::kHeap).samples == 1;
-  }));
+  ASSERT_TRUE(Submit(meter, "\x0a\xff\xff\x03"));
+  ASSERT_TRUE(Submit(meter, Request(1, 5).SerializeAsString()));
+  RunBackground();
   const MeasuredMethodStats s =
       StatsOf("test/Malformed", AllocationMode::kHeap);
+  EXPECT_EQ(s.samples, 1u);  // the request that parses
   EXPECT_EQ(s.malformed, 1u);
   EXPECT_EQ(s.captured, 1u);  // only the request that parses
   EXPECT_EQ(BinFiles(dir.path() / "test.Malformed").size(), 1u);
@@ -226,21 +273,20 @@ TEST(ShadowTest, MalformedSampledBytesAreCountedAndDropped) {
 TEST(ShadowTest, CaptureIsBoundedByFilesAndBytesAcrossRestarts) {
   TempDir dir("arenarpc_shadow_bounds");
   const std::string bytes = Request(2, 9).SerializeAsString();
-  auto submit_all = [&](internal::MethodMeter& meter, const std::string& name,
+  auto submit_all = [&](ShadowMeter& meter, const std::string& name,
                         AllocationMode mode, int n) {
     for (int i = 0; i < n; ++i) {
       const uint64_t before = StatsOf(name, mode).samples;
-      ASSERT_TRUE(WaitFor([&] { return meter.SubmitBytes(bytes, ""); }));
-      ASSERT_TRUE(
-          WaitFor([&] { return StatsOf(name, mode).samples == before + 1; }));
+      ASSERT_TRUE(Submit(meter, bytes));
+      RunBackground();
+      ASSERT_EQ(StatsOf(name, mode).samples, before + 1);
     }
   };
   ShadowOptions by_files = Measured();
   by_files.capture_dir = dir.path().string();
   by_files.capture_max_files = 3;
-  internal::MethodMeter files("/x.Files/Get", AllocationMode::kArena, by_files,
-                              &EchoRequest::default_instance(),
-                              &EchoResponse::default_instance());
+  ShadowMeter& files =
+      NewMeter("/x.Files/Get", AllocationMode::kArena, by_files);
   submit_all(files, "/x.Files/Get", AllocationMode::kArena, 5);
   EXPECT_EQ(BinFiles(dir.path() / "x.Files.Get").size(), 3u);
   EXPECT_EQ(StatsOf("/x.Files/Get").captured, 3u);
@@ -248,17 +294,15 @@ TEST(ShadowTest, CaptureIsBoundedByFilesAndBytesAcrossRestarts) {
   ShadowOptions by_bytes = Measured();
   by_bytes.capture_dir = dir.path().string();
   by_bytes.capture_max_bytes = 2 * bytes.size() + 1;
-  internal::MethodMeter sized("/x.Bytes/Get", AllocationMode::kArena, by_bytes,
-                              &EchoRequest::default_instance(),
-                              &EchoResponse::default_instance());
+  ShadowMeter& sized =
+      NewMeter("/x.Bytes/Get", AllocationMode::kArena, by_bytes);
   submit_all(sized, "/x.Bytes/Get", AllocationMode::kArena, 4);
   EXPECT_EQ(BinFiles(dir.path() / "x.Bytes.Get").size(), 2u);
 
   // A restarted server (a new meter on the same directory) counts what is
   // there: the method's directory stays within its bound.
-  internal::MethodMeter again("/x.Files/Get", AllocationMode::kHeap, by_files,
-                              &EchoRequest::default_instance(),
-                              &EchoResponse::default_instance());
+  ShadowMeter& again =
+      NewMeter("/x.Files/Get", AllocationMode::kHeap, by_files);
   submit_all(again, "/x.Files/Get", AllocationMode::kHeap, 2);
   EXPECT_EQ(BinFiles(dir.path() / "x.Files.Get").size(), 3u);
 }
@@ -269,14 +313,63 @@ TEST(ShadowTest, CaptureDirectoryNamesStayInside) {
   TempDir dir("arenarpc_shadow_names");
   ShadowOptions o = Measured();
   o.capture_dir = (dir.path() / "c").string();
-  internal::MethodMeter meter("/../..", AllocationMode::kArena, o,
-                              &EchoRequest::default_instance(),
-                              &EchoResponse::default_instance());
-  ASSERT_TRUE(WaitFor([&] {
-    return meter.SubmitBytes(Request(1, 1).SerializeAsString(), "");
-  }));
-  ASSERT_TRUE(WaitFor([&] { return StatsOf("/../..").captured == 1; }));
+  ShadowMeter& meter = NewMeter("/../..", AllocationMode::kArena, o);
+  ASSERT_TRUE(Submit(meter, Request(1, 1).SerializeAsString()));
+  RunBackground();
+  EXPECT_EQ(StatsOf("/../..").captured, 1u);
   EXPECT_EQ(BinFiles(dir.path() / "c" / "method").size(), 1u);
+}
+
+// A kAuto method with shadow on: shadow parses every call in every mode
+// (heap too) and reports it under the mode auto runs it in, while auto's
+// learner sees only the method's real calls. With calls of 48 KiB and more
+// (the prior) auto never puts heap on trial: no call runs in heap, its
+// decision has no heap cost and comes from the prior. Seen red with
+// shadow's samples fed to the method's learner (AutoMethod::Observe with
+// the sample's request bytes, from Shadow::Measure): heap was taken in.
+TEST(ShadowAutoTest, ShadowMeasuresAnAutoMethodWithoutFeedingItsLearner) {
+  const std::string method = "arenarpc.echo.EchoService/Echo";
+  ServerOptions options(AllocationMode::kAuto);
+  options.automatic.max_cpu_share = 1.0;  // every call may be a trial
+  options.shadow = Measured();            // every call sampled
+  testing::EchoServer server(options, 4 << 20, ServerApi::kSync);
+  auto stub = echo::EchoService::NewStub(server.NewChannel());
+  const EchoRequest request = Request(24, 7);
+  // Request and response of a call: over the prior's 48 KiB.
+  ASSERT_GE(2 * request.ByteSizeLong(), size_t{48} << 10);
+  const auto heap = static_cast<int>(AllocationMode::kHeap);
+  const uint64_t heap_calls = GetGrpcStats().modes[heap].calls;
+  const uint64_t calls_before = testing::Calls(AllocationMode::kAuto);
+  int calls = 0;
+  while (calls < 400 && !AutoStatsOf(method).settled) {
+    grpc::ClientContext context;
+    EchoResponse response;
+    ASSERT_TRUE(stub->Echo(&context, request, &response).ok());
+    ++calls;
+    RunBackground();  // shadow parses the calls sampled so far
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    return testing::Calls(AllocationMode::kAuto) - calls_before ==
+           static_cast<uint64_t>(calls);
+  }));
+  RunBackground();
+  const AutoMethodStats a = AutoStatsOf(method);
+  ASSERT_TRUE(a.settled) << calls << " calls";
+  EXPECT_EQ(a.decision_source, DecisionSource::kPrior);
+  EXPECT_EQ(a.cost_us[heap], 0);
+  EXPECT_NE(a.mode, AllocationMode::kHeap);
+  EXPECT_GT(a.timed_calls, 0u);
+  // Only real calls reach the learner: at most one observation a call.
+  EXPECT_LE(a.timed_calls + a.warming_calls + a.lost_calls + a.failed_calls,
+            static_cast<uint64_t>(calls));
+  EXPECT_EQ(GetGrpcStats().modes[heap].calls, heap_calls)
+      << "a call ran in heap";
+  // Shadow measured the method, every mode (heap too), under auto's mode.
+  const MeasuredMethodStats s = StatsOf(method, a.mode);
+  EXPECT_FALSE(s.automatic);
+  EXPECT_GT(s.samples, 0u);
+  for (double c : s.cost_us) EXPECT_GT(c, 0);
+  EXPECT_EQ(s.malformed, 0u);
 }
 
 }  // namespace
