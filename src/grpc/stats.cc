@@ -448,7 +448,7 @@ void RenderStreams(Writer& w) {
   w.One("arenarpc_grpc_streaming_arena_bytes_total", "counter",
         "Arena bytes of released stream messages, summed.", sm.arena_bytes);
   w.One("arenarpc_grpc_streaming_sampled_total", "counter",
-        "Streamed messages measured (kAuto, shadow).", sm.sampled);
+        "Streamed messages sampled by shadow measurement.", sm.sampled);
 }
 
 // Per served method: its mode, and the calls shed.

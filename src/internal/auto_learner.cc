@@ -44,8 +44,8 @@ std::optional<AllocationMode> AutoLearner::Trial(double now_s) {
   }
   // The candidates in turn, skipping those with their calls already.
   for (int i = 0; i < kNumAllocationModes; ++i) {
-    const int m = static_cast<int>(turn_.fetch_add(1, std::memory_order_relaxed) %
-                                   kNumAllocationModes);
+    const int m = static_cast<int>(
+        turn_.fetch_add(1, std::memory_order_relaxed) % kNumAllocationModes);
     const ModeCalls& c = calls_[m];
     if (c.candidate &&
         static_cast<int>(c.ns_per_byte.size()) < options_.calls_per_mode) {
@@ -134,7 +134,8 @@ void AutoLearner::Settle(double now_s) {
   }
   int chosen = best;
   const double kept = Median(before);
-  if (kept >= 0 && kept <= Median(best) * (1 + options_.margin)) chosen = before;
+  if (kept >= 0 && kept <= Median(best) * (1 + options_.margin))
+    chosen = before;
   size_t n = 0;
   for (const ModeCalls& c : calls_) n += c.ns_per_byte.size();
   const double mean_bytes = std::exp(log_bytes_sum_ / static_cast<double>(n));

@@ -57,13 +57,13 @@
 // arena until the CallData is destroyed (at most the largest accepted
 // message per failure; every mode is correct, only arena keeps them).
 //
-// kAuto learns on the real calls with three lines: NextTag for every Next() of the queue, Arrived() first on the
-// request tag, Answered() right after Finish(). gRPC parses the request
-// inside the Next() that returns its tag and Finish() serializes the
-// response on the calling thread, so the call's CPU is that thread's from
-// before that Next() to after Finish(), plus the messages' making and
-// release; NewCall() hands each call the mode the learner wants to try.
-// A call is counted only if Arrived() runs on the thread whose last
+// kAuto learns on the real calls with three lines: NextTag for every Next() of
+// the queue, Arrived() first on the request tag, Answered() right after
+// Finish(). gRPC parses the request inside the Next() that returns its tag and
+// Finish() serializes the response on the calling thread, so the call's CPU is
+// that thread's from before that Next() to after Finish(), plus the messages'
+// making and release; NewCall() hands each call the mode the learner wants to
+// try. A call is counted only if Arrived() runs on the thread whose last
 // NextTag returned its tag (no other call's messages released there in
 // between) and Answered() on that thread before its next Next(); other
 // calls' messages made or released inside the window (the next CallData)

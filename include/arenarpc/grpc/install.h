@@ -65,7 +65,8 @@ bool SameMeasuring(const ServerOptions& a, const ServerOptions& b);
 // A served method, for stats (src/grpc/stats.cc): its API, installed mode,
 // and kAuto's method, whose mode() is the mode it runs in now.
 void RecordInstalledMethod(std::string_view method, ServerApi api,
-                           AllocationMode installed, const AutoMethod* automatic);
+                           AllocationMode installed,
+                           const AutoMethod* automatic);
 
 // The allocator `options` gives Req/Resp under the name `method` (never
 // empty: "pkg.Service/Method", or TypePairName): for a

@@ -112,7 +112,7 @@ struct StreamTotals {
   uint64_t live_messages = 0;  // handed out, not yet released
   uint64_t arena_resets = 0;   // arena messages released (pages recycled)
   uint64_t arena_bytes = 0;    // their arenas' bytes, summed
-  uint64_t sampled = 0;        // messages measured (kAuto, shadow)
+  uint64_t sampled = 0;        // messages sampled by shadow measurement
 };
 StreamTotals GetStreamTotals();
 
@@ -241,8 +241,11 @@ class StreamMessages {
   // keeps its one message for the next Next()); get() is null until then.
   void Release() {
     if (message_ == nullptr) return;
-    if (sampled_) Sample();
-    if (timed_.has_value()) timed_->AtRelease(message_, T::default_instance());
+    const double sampling_ns = sampled_ ? Sample() : 0;
+    if (timed_.has_value()) {
+      timed_->Exclude(sampling_ns);
+      timed_->AtRelease(message_, T::default_instance());
+    }
     uint64_t bytes = 0;
     switch (running_) {
       case AllocationMode::kArena:
@@ -292,7 +295,8 @@ class StreamMessages {
 
   // Shadow: the message's bytes go to the background thread, as the
   // request or the response of a call of the method.
-  void Sample() {
+  // Returns the CPU it spent (ns): not the message's cost.
+  double Sample() {
     const double start = internal::ThreadCpuNs();
     if (incoming()) {
       internal::SampleBytes bytes = internal::SampleBytes::Of(*message_);
@@ -302,6 +306,7 @@ class StreamMessages {
       meters_.shadow->Submit(internal::SampleBytes(), *message_,
                              internal::ThreadCpuNs() - start);
     }
+    return internal::ThreadCpuNs() - start;
   }
 
   internal::StreamMeters meters_;

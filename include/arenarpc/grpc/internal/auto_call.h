@@ -149,6 +149,12 @@ class TimedCall {
   void BeforeFreeRequest(const google::protobuf::Message& request) {
     if (t_.method != nullptr && t_.size_request) SizeRequest(request);
   }
+  // Work on the call's thread that is not the call's (shadow's sampling).
+  void Exclude(double ns) {
+    if (t_.method != nullptr && thread_call_events.thread == t_.thread) {
+      t_.excluded_ns += ns;
+    }
+  }
   // At Release: the response's bytes (cached by its serialization) and the
   // request's if not known yet.
   void AtRelease(const google::protobuf::Message* request,

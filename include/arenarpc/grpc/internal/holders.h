@@ -18,8 +18,8 @@
 
 #include "arenarpc/allocation_mode.h"
 #include "arenarpc/arena.h"
-#include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/internal/auto_call.h"
+#include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/internal/shadow_meter.h"
 #include "arenarpc/message_pool.h"
 
@@ -43,8 +43,7 @@ class CallHolder : public ::grpc::MessageHolder<Req, Resp> {
 template <class Req, class Resp>
 class HeapHolder final : public CallHolder<Req, Resp> {
  public:
-  explicit HeapHolder(ShadowMeter* sampler,
-                      const CallTiming& timing = {})
+  explicit HeapHolder(ShadowMeter* sampler, const CallTiming& timing = {})
       : timed_(timing), request_(std::in_place), sampled_(sampler) {
     this->set_request(&*request_);
     this->set_response(&response_);
@@ -54,7 +53,7 @@ class HeapHolder final : public CallHolder<Req, Resp> {
   bool Timed() const override { return timed_.timed(); }
   void Failed() override { timed_.Fail(); }
   void Release() override {
-    sampled_.AtRelease(this->request(), response_);
+    timed_.Exclude(sampled_.AtRelease(this->request(), response_));
     timed_.AtRelease(this->request(), response_);
     RecordRelease(AllocationMode::kHeap, 0);
     delete this;
@@ -64,7 +63,7 @@ class HeapHolder final : public CallHolder<Req, Resp> {
   void Free(bool counted) {
     if (!request_.has_value()) return;
     if (counted) RecordFreeRequest(AllocationMode::kHeap);
-    sampled_.BeforeFreeRequest(*request_);
+    timed_.Exclude(sampled_.BeforeFreeRequest(*request_));
     timed_.BeforeFreeRequest(*request_);
     this->set_request(nullptr);
     request_.reset();
@@ -90,7 +89,7 @@ class ArenaHolder final : public CallHolder<Req, Resp> {
   bool Timed() const override { return timed_.timed(); }
   void Failed() override { timed_.Fail(); }
   void Release() override {
-    sampled_.AtRelease(this->request(), *this->response());
+    timed_.Exclude(sampled_.AtRelease(this->request(), *this->response()));
     timed_.AtRelease(this->request(), *this->response());
     uint64_t bytes = response_arena_.SpaceAllocated();
     bytes += request_arena_.has_value() ? request_arena_->SpaceAllocated()
@@ -104,7 +103,7 @@ class ArenaHolder final : public CallHolder<Req, Resp> {
     if (!request_arena_.has_value()) return;
     if (counted) RecordFreeRequest(AllocationMode::kArena);
     request_bytes_ = request_arena_->SpaceAllocated();
-    sampled_.BeforeFreeRequest(*this->request());
+    timed_.Exclude(sampled_.BeforeFreeRequest(*this->request()));
     timed_.BeforeFreeRequest(*this->request());
     this->set_request(nullptr);
     request_arena_.reset();  // destroys the request, pages back to the pool
@@ -135,7 +134,7 @@ class ReuseHolder final : public CallHolder<Req, Resp> {
   bool Timed() const override { return timed_.timed(); }
   void Failed() override { timed_.Fail(); }
   void Release() override {
-    sampled_.AtRelease(this->request(), *response_);
+    timed_.Exclude(sampled_.AtRelease(this->request(), *response_));
     timed_.AtRelease(this->request(), *response_);
     RecordRelease(AllocationMode::kReuse, 0);
     // The pool sizes the response from the cached size gRPC's
@@ -147,7 +146,7 @@ class ReuseHolder final : public CallHolder<Req, Resp> {
   void Free(bool counted) {
     if (!request_) return;
     if (counted) RecordFreeRequest(AllocationMode::kReuse);
-    sampled_.BeforeFreeRequest(*request_);
+    timed_.Exclude(sampled_.BeforeFreeRequest(*request_));
     timed_.BeforeFreeRequest(*request_);
     this->set_request(nullptr);
     request_.reset();  // cleared and back to its pool

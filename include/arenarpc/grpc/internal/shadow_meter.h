@@ -91,15 +91,17 @@ class ShadowMeter {
 class SampledCall {
  public:
   explicit SampledCall(ShadowMeter* meter) : meter_(meter) {}
-  void BeforeFreeRequest(const google::protobuf::Message& request) {
-    if (meter_ == nullptr) return;
+  // Each returns the CPU it spent (ns), which a timed call leaves out.
+  double BeforeFreeRequest(const google::protobuf::Message& request) {
+    if (meter_ == nullptr) return 0;
     const double start = ThreadCpuNs();
     freed_request_ = SampleBytes::Of(request);
     cpu_ns_ = ThreadCpuNs() - start;
+    return cpu_ns_;
   }
-  void AtRelease(const google::protobuf::Message* request,
-                 const google::protobuf::Message& response) {
-    if (meter_ == nullptr) return;
+  double AtRelease(const google::protobuf::Message* request,
+                   const google::protobuf::Message& response) {
+    if (meter_ == nullptr) return 0;
     const double start = ThreadCpuNs();
     if (request != nullptr) {
       SampleBytes bytes = SampleBytes::Of(*request);
@@ -107,6 +109,7 @@ class SampledCall {
     } else if (freed_request_.has_value()) {
       meter_->Submit(std::move(*freed_request_), response, cpu_ns_);
     }
+    return ThreadCpuNs() - start;
   }
 
  private:
