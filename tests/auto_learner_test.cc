@@ -56,6 +56,24 @@ TEST(AutoLearnerTest, TakesTheCheapestModeByMedianCostPerByte) {
   EXPECT_GE(trials, 24 + 2 * 6);
 }
 
+// While it learns, calls do not keep running in a mode found clearly dearer:
+// they move to the cheapest as soon as the running mode is dropped.
+TEST(AutoLearnerTest, CallsLeaveADroppedModeAtOnce) {
+  AutoLearner l({.prior_min_bytes = 0});
+  ASSERT_EQ(l.current(), kArena);
+  while (l.learning() && l.current() == kArena) {
+    const std::optional<AllocationMode> mode = l.Trial(0);
+    ASSERT_TRUE(mode.has_value());
+    const double c = *mode == kReuse ? 1.0 : *mode == kArena ? 2.0 : 3.0;
+    l.Observe(*mode, c * 1000, 1000, false, 0);
+  }
+  EXPECT_TRUE(l.learning());  // moved before the decision
+  EXPECT_EQ(l.current(), kReuse);
+  Decide(l, {3.0, 2.0, 1.0}, 1000);
+  EXPECT_EQ(l.current(), kReuse);
+  EXPECT_EQ(l.snapshot().switches, 1u);  // arena -> reuse, counted once
+}
+
 TEST(AutoLearnerTest, KeepsTheRunningModeWithinTheMargin) {
   AutoLearner l({.prior_min_bytes = 0});
   Decide(l, {5.0, 1.0, 0.98}, 1000);  // reuse 2 % cheaper: a tie

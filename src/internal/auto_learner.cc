@@ -23,6 +23,7 @@ void AutoLearner::StartDecision() {
   calls_[kHeap].candidate = options_.prior_min_bytes <= 0;
   log_bytes_sum_ = 0;
   warming_ = 0;
+  started_in_ = current_.load(std::memory_order_relaxed);
   recheck_at_s_.store(-1, std::memory_order_relaxed);
   learning_.store(true, std::memory_order_relaxed);
 }
@@ -101,20 +102,25 @@ bool AutoLearner::Observe(AllocationMode mode, double cost_ns, double bytes,
                            options_.prior_min_bytes) {
     calls_[kHeap].candidate = true;  // the calls are small: heap may win
   }
-  // Clear losers stop here.
+  // Clear losers stop here, and calls stop running in one.
   double best = -1;
+  int best_mode = -1;
   for (int m = 0; m < kNumAllocationModes; ++m) {
     if (static_cast<int>(calls_[m].ns_per_byte.size()) < options_.min_calls) {
       continue;
     }
     const double med = Median(m);
-    if (best < 0 || med < best) best = med;
+    if (best < 0 || med < best) best = med, best_mode = m;
   }
   for (int m = 0; m < kNumAllocationModes; ++m) {
     if (calls_[m].candidate &&
         static_cast<int>(calls_[m].ns_per_byte.size()) >= options_.min_calls &&
         Median(m) > options_.drop_ratio * best) {
       calls_[m].candidate = false;
+      if (m == static_cast<int>(current_.load(std::memory_order_relaxed))) {
+        current_.store(static_cast<AllocationMode>(best_mode),
+                       std::memory_order_relaxed);
+      }
     }
   }
   if (!Finished()) return false;
@@ -128,6 +134,7 @@ bool AutoLearner::Observe(AllocationMode mode, double cost_ns, double bytes,
 
 void AutoLearner::Settle(double now_s) {
   const int before = static_cast<int>(current_.load(std::memory_order_relaxed));
+  const int started = static_cast<int>(started_in_);
   int best = -1;
   for (int m = 0; m < kNumAllocationModes; ++m) {
     if (calls_[m].candidate && (best < 0 || Median(m) < Median(best))) best = m;
@@ -146,7 +153,7 @@ void AutoLearner::Settle(double now_s) {
   const bool prior = HeapHeldOut();
   stats_.source = prior ? DecisionSource::kPrior : DecisionSource::kLearned;
   if (prior) ++stats_.prior_decisions;
-  if (chosen != before) ++stats_.switches;
+  if (chosen != started) ++stats_.switches;
   if (stats_.decisions++ == 0) {
     stats_.first_decision_calls = stats_.observed;
     stats_.first_decision_s = now_s - first_s_;

@@ -11,7 +11,8 @@
 // out in turn, and takes the mode of lowest median cost per byte; the mode
 // calls ran in before stays unless another is cheaper by `margin` (so near
 // ties do not flap). A mode whose median after `min_calls` is `drop_ratio`
-// times the cheapest's gets no more trials: a clear loser costs few calls.
+// times the cheapest's gets no more trials, and if calls ran in it they
+// move to the cheapest at once: a clear loser costs few calls.
 // The median, not the mean: a timed call can take a page fault or a
 // preemption, and one such call must not decide.
 //
@@ -115,8 +116,9 @@ class AutoLearner {
   std::atomic<uint32_t> turn_{0};
   mutable Mutex mu_;
   std::array<ModeCalls, kNumAllocationModes> calls_ ABSL_GUARDED_BY(mu_);
-  double log_bytes_sum_ ABSL_GUARDED_BY(mu_) = 0;  // this decision's calls
-  int warming_ ABSL_GUARDED_BY(mu_) = 0;           // this decision's
+  double log_bytes_sum_ ABSL_GUARDED_BY(mu_) = 0;   // this decision's calls
+  int warming_ ABSL_GUARDED_BY(mu_) = 0;            // this decision's
+  AllocationMode started_in_ ABSL_GUARDED_BY(mu_);  // the mode it began in
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   double first_s_ ABSL_GUARDED_BY(mu_) = -1;
   Snapshot stats_ ABSL_GUARDED_BY(mu_);
