@@ -26,7 +26,9 @@ else()
 endif()
 set(flags "${CXX_FLAGS}")
 set(link_flags "")
-if(SANITIZE)
+# The snippets are compiled, never linked or run: instrumenting them would
+# nearly double their compile time (8.4 against 4.7 CPU-s a file) for nothing.
+if(SANITIZE AND NOT SNIPPETS_DIR)
   string(APPEND flags " -fsanitize=${SANITIZE}")
   set(link_flags "-fsanitize=${SANITIZE}")
 endif()
