@@ -129,7 +129,8 @@ class Registry {
   std::vector<AutoMethod*> methods_ ABSL_GUARDED_BY(mu_);
 };
 
-// Gives back what `mode` keeps idle, on the background thread, unless calls
+// Gives back what `mode` keeps idle, on the background thread (its CPU is
+// the background thread's, GetMeasuringCost().thread_cpu_s), unless calls
 // run in it again by then. Only idle memory: a call keeps what it uses.
 void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
   const int i = static_cast<int>(mode);
@@ -137,7 +138,6 @@ void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
   const bool posted = PostBackground([&m, mode, i] {
     m.release_queued[i].store(false, std::memory_order_relaxed);
     if (m.learner.current() == mode) return;
-    const double start = ThreadCpuNs();
     switch (mode) {
       case AllocationMode::kHeap:
 #if defined(__GLIBC__)
@@ -152,7 +152,6 @@ void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
         ReleaseIdleArenasAndPages(std::chrono::milliseconds(0));
         break;
     }
-    Budget().Spend(ThreadCpuNs() - start);
   });
   if (!posted) m.release_queued[i].store(false, std::memory_order_relaxed);
 }
