@@ -240,8 +240,7 @@ MessagePoolCore::Entry* MessagePoolCore::Acquire() {
 }
 
 void MessagePoolCore::Return(Entry* e, size_t size_hint) {
-  Message* m = e->message;
-  ARENARPC_DCHECK(m->GetDescriptor() == prototype_->GetDescriptor(),
+  ARENARPC_DCHECK(e->message->GetDescriptor() == prototype_->GetDescriptor(),
                   "MessagePool: message returned to the wrong pool");
   if (size_hint == kInterrupted) {
     // Never Clear() it (it may hold a null element); destroying is safe.
