@@ -64,6 +64,17 @@ MODES = {  # name: (--mode, LD_PRELOAD)
 COMPOSED = {f"{m}+{a}": (m, rpc_common.PRELOADS[a])
             for m in ("heap", "arena", "reuse", "auto") for a in ("mimalloc", "tcmalloc", "jemalloc")}
 KNOWN = {**MODES, **COMPOSED}
+# MODE@baseline: the same mode of another build (--baseline_build), run side
+# by side with this one's (before and after a change, in one run).
+KNOWN.update({f"{m}@baseline": v for m, v in KNOWN.items()})
+BUILDS = {}  # "build" and "baseline": set by main()
+
+
+def server_binary(target, mode):
+    """The target's server, or its twin in --baseline_build for MODE@baseline."""
+    if not mode.endswith("@baseline"):
+        return target[0]
+    return os.path.join(BUILDS["baseline"], os.path.relpath(target[0], BUILDS["build"]))
 ECHO_METHOD = "/arenarpc.echo.EchoService/Echo"
 SERVER_CORE, CLIENT_CORE = (1, 0) if os.cpu_count() >= 2 else (None, None)
 
@@ -195,7 +206,7 @@ class Served:
 
     def __init__(self, target, mode):
         self.flag, self.preload = KNOWN[mode]
-        self.binary, self.flags = target[0], target[1]
+        self.binary, self.flags = server_binary(target, mode), target[1]
         self.exit_codes = []
         self.server = self._start()
 
@@ -384,7 +395,7 @@ def run_light(args, target, mode, rnd):
     """--light: one fixed light-load step after the warm-up (the tail at light load);
     with --burst_rate, after a burst at that rate."""
     flag, preload = KNOWN[mode]
-    server_bin, server_args, *_ = target
+    server_bin, server_args = server_binary(target, mode), target[1]
     server = rpc_common.start_server(server_bin, flag, SERVER_CORE, server_args, preload)
     try:
         step(args, server, target, args.light, args.warmup_s, 0)
@@ -601,6 +612,8 @@ def main():
     signal.signal(signal.SIGTERM, _interrupted)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    p.add_argument("--baseline_build", default="",
+                   help="the build MODE@baseline modes run (e.g. a Release build of an older commit)")
     p.add_argument("--out", default=os.path.join(ROOT, "out", "capacity"))
     p.add_argument("--plot_dir", default="", help="where the PNGs go (default --out)")
     p.add_argument("--targets", default="otlp_logs", help="corpus service names and/or echo, comma-separated")
@@ -656,6 +669,9 @@ def main():
     bad = [m for m in modes if m not in KNOWN]
     if bad:
         sys.exit(f"--modes: unknown {bad}; any of {','.join(KNOWN)}")
+    BUILDS.update(build=args.build, baseline=args.baseline_build)
+    if any(m.endswith("@baseline") for m in modes) and not args.baseline_build:
+        sys.exit("--modes: MODE@baseline needs --baseline_build")
     status = 0
     stall_cpu_share = args.stall_cpu_share  # a resumed target's older rule must not reach the next
     for name in [t for t in args.targets.split(",") if t]:
