@@ -1,45 +1,32 @@
 #include "arenarpc/allocation_mode.h"
 
+#include <iterator>
 #include <string>
 
 namespace arenarpc {
+namespace {
+// In enum order.
+constexpr std::string_view kModeNames[] = {"heap", "arena", "reuse", "auto"};
+constexpr const char* kSourceNames[] = {"none", "learned", "prior", "loaded"};
+}  // namespace
 
 absl::StatusOr<AllocationMode> ParseAllocationMode(std::string_view name) {
-  if (name == "heap") return AllocationMode::kHeap;
-  if (name == "arena") return AllocationMode::kArena;
-  if (name == "reuse") return AllocationMode::kReuse;
-  if (name == "auto") return AllocationMode::kAuto;
+  for (size_t i = 0; i < std::size(kModeNames); ++i) {
+    if (name == kModeNames[i]) return static_cast<AllocationMode>(i);
+  }
   return absl::InvalidArgumentError("unknown allocation mode \"" +
                                     std::string(name) +
                                     "\" (heap, arena, reuse or auto)");
 }
 
 std::string_view AllocationModeName(AllocationMode mode) {
-  switch (mode) {
-    case AllocationMode::kHeap:
-      return "heap";
-    case AllocationMode::kArena:
-      return "arena";
-    case AllocationMode::kReuse:
-      return "reuse";
-    case AllocationMode::kAuto:
-      return "auto";
-  }
-  return "unknown";
+  const auto i = static_cast<unsigned>(mode);
+  return i < std::size(kModeNames) ? kModeNames[i] : "unknown";
 }
 
 const char* DecisionSourceName(DecisionSource source) {
-  switch (source) {
-    case DecisionSource::kLearned:
-      return "learned";
-    case DecisionSource::kPrior:
-      return "prior";
-    case DecisionSource::kLoaded:
-      return "loaded";
-    case DecisionSource::kNone:
-      break;
-  }
-  return "none";
+  const auto i = static_cast<unsigned>(source);
+  return i < std::size(kSourceNames) ? kSourceNames[i] : "none";
 }
 
 }  // namespace arenarpc

@@ -1,10 +1,9 @@
 #include "arenarpc/arena.h"
 
 #include <atomic>
+#include <cstdint>
 #include <new>
-#include <string>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "absl/base/thread_annotations.h"
 #include "arenarpc/internal/check.h"
@@ -27,47 +26,26 @@ std::atomic<uint64_t> heap_blocks{0};
 std::atomic<uint64_t> heap_bytes{0};
 
 #ifdef ARENARPC_ASAN
-// What the block hooks saw on this thread, for ReleaseArena and Make (below):
-// the page handed out last, and whether `watched_page` was returned.
+// Per thread, for the first pages (below): the page handed out last, and
+// whether `watched_page` went back.
 thread_local void* last_page = nullptr;
 thread_local void* watched_page = nullptr;
 thread_local bool watched_page_freed = false;
 #endif
 
-// Blocks taken from the heap because the page pool had none (the OS refused
-// memory): protobuf's block hooks cannot fail, and a page-sized block comes
-// back with the page size, so these are remembered by address. The set is
-// only looked at while one is alive.
+// Heap blocks for pages the pool lacked (protobuf's hooks cannot fail; only
+// a failing heap throws). Pages are 4 KiB-aligned, these never are.
+constexpr size_t kFallbackOffset = 64;
+constexpr std::align_val_t kFallbackAlign{4096};
 std::atomic<uint64_t> fallback_live{0};
 std::atomic<uint64_t> fallback_total{0};
-internal::Mutex fallback_mu;
-std::unordered_set<void*>* fallback_set ABSL_GUARDED_BY(fallback_mu)
-    ABSL_PT_GUARDED_BY(fallback_mu) = nullptr;
 
 [[gnu::noinline, gnu::cold]] void* FallbackBlock(size_t size) {
-  void* block = ::operator new(size);  // std::bad_alloc if the heap fails too
-  try {
-    internal::MutexLock lock(&fallback_mu);
-    if (fallback_set == nullptr) fallback_set = new std::unordered_set<void*>;
-    fallback_set->insert(block);
-  } catch (...) {
-    ::operator delete(block);
-    throw;
-  }
+  auto* base = static_cast<char*>(
+      ::operator new(size + kFallbackOffset, kFallbackAlign));
   fallback_live.fetch_add(1, std::memory_order_relaxed);
   fallback_total.fetch_add(1, std::memory_order_relaxed);
-  return block;
-}
-
-[[gnu::noinline, gnu::cold]] bool FreeIfFallback(void* block) {
-  {
-    internal::MutexLock lock(&fallback_mu);
-    if (fallback_set == nullptr || fallback_set->erase(block) == 0)
-      return false;
-  }
-  fallback_live.fetch_sub(1, std::memory_order_relaxed);
-  ::operator delete(block);
-  return true;
+  return base + kFallbackOffset;
 }
 
 void* BlockAlloc(size_t size) {
@@ -88,44 +66,43 @@ void* BlockAlloc(size_t size) {
   return block;
 }
 
+// protobuf passes back the size it got from BlockAlloc.
 void BlockDealloc(void* block, size_t size) {
-  // protobuf passes back the size it got from BlockAlloc.
-  if (__builtin_expect(size == block_size, 1)) {
+  if (__builtin_expect(size != block_size, 0)) {
+    ::operator delete(block);
+  } else if (__builtin_expect(reinterpret_cast<uintptr_t>(block) % 4096 != 0,
+                              0)) {
+    fallback_live.fetch_sub(1, std::memory_order_relaxed);
+    ::operator delete(static_cast<char*>(block) - kFallbackOffset,
+                      kFallbackAlign);
+  } else {
 #ifdef ARENARPC_ASAN
     if (block == watched_page) watched_page_freed = true;
 #endif
-    if (__builtin_expect(fallback_live.load(std::memory_order_relaxed) == 0,
-                         1) ||
-        !FreeIfFallback(block)) {
-      block_pool->Deallocate(block);
-    }
-  } else {
-    ::operator delete(block);
+    block_pool->Deallocate(block);
   }
 }
 
+using google::protobuf::Arena;
+
 #ifdef ARENARPC_ASAN
-// An idle arena keeps one page, its first block, and the page pool's poison
-// never covers it: protobuf 3.21's Reset() returns it and takes a new one
-// (from the LIFO cache: the same page, unpoisoned as a whole), later ones
-// keep it. So what the last use put there would stay readable. While an
-// arena is idle nothing reads that page, so it is poisoned here, and
-// unpoisoned when the arena is taken again. First pages are kept per arena
-// (ASan builds only: a lock is fine).
+// An idle arena keeps its first page, which the page pool's poison never
+// covers (3.21's Reset() frees it and takes the same page back, unpoisoned;
+// later versions keep it): poisoned here while the arena is idle. ASan
+// builds only, so a lock is fine.
 internal::Mutex first_pages_mu;
 auto* const first_pages ABSL_PT_GUARDED_BY(first_pages_mu) =
-    new std::unordered_map<const google::protobuf::Arena*, void*>;
+    new std::unordered_map<const Arena*, void*>;
 
-void* FirstPage(const google::protobuf::Arena* arena) {
+void* FirstPage(const Arena* arena) {
   internal::MutexLock lock(&first_pages_mu);
   auto it = first_pages->find(arena);
   return it == first_pages->end() ? nullptr : it->second;
 }
 
-// page: the arena's first page, nullptr if unknown (then nothing is poisoned).
-// Never throws: when the heap fails (tests inject that) the arena is just
-// not tracked, and its first page not poisoned.
-void SetFirstPage(const google::protobuf::Arena* arena, void* page) noexcept {
+// nullptr: not tracked (nothing poisoned). Never throws: out of memory, the
+// arena is just not tracked.
+void SetFirstPage(const Arena* arena, void* page) noexcept {
   internal::MutexLock lock(&first_pages_mu);
   if (page != nullptr) {
     try {
@@ -137,7 +114,7 @@ void SetFirstPage(const google::protobuf::Arena* arena, void* page) noexcept {
   first_pages->erase(arena);
 }
 
-void PoisonFirstPage(const google::protobuf::Arena* arena, bool poison) {
+void PoisonFirstPage(const Arena* arena, bool poison) {
   void* page = FirstPage(arena);
   if (page == nullptr) return;
   if (poison) {
@@ -146,15 +123,33 @@ void PoisonFirstPage(const google::protobuf::Arena* arena, bool poison) {
     ARENARPC_UNPOISON(page, block_size);
   }
 }
-#endif
 
-void UnpoisonIdle(const google::protobuf::Arena* arena) {
-#ifdef ARENARPC_ASAN
-  PoisonFirstPage(arena, false);
-#else
-  (void)arena;
-#endif
+Arena* NewArena(const google::protobuf::ArenaOptions& options) {
+  last_page = nullptr;
+  auto* arena = new Arena(options);
+  SetFirstPage(arena, last_page);  // protobuf takes it in the constructor
+  return arena;
 }
+
+// Unused with ARENARPC_DISABLE_ARENAS, as below.
+[[maybe_unused]] void ResetArena(Arena* arena) {
+  watched_page = FirstPage(arena);
+  watched_page_freed = false;
+  last_page = nullptr;
+  arena->Reset();
+  // The first page went back: the page taken since is the new first page.
+  if (watched_page_freed) SetFirstPage(arena, last_page);
+  watched_page = nullptr;
+  PoisonFirstPage(arena, true);
+}
+#else
+void SetFirstPage(const Arena*, void*) {}
+void PoisonFirstPage(const Arena*, bool) {}
+Arena* NewArena(const google::protobuf::ArenaOptions& o) {
+  return new Arena(o);
+}
+[[maybe_unused]] void ResetArena(Arena* arena) { arena->Reset(); }
+#endif
 
 // Idle google::protobuf::Arena objects, reset and ready.
 class ArenaCache final : public internal::PointerCache {
@@ -170,27 +165,17 @@ class ArenaCache final : public internal::PointerCache {
   uint64_t created() const { return created_.load(std::memory_order_relaxed); }
 
  protected:
-  size_t Make(void** out, size_t n) override {
+  size_t Make(void** out, size_t) override {
     // One at a time: building arenas ahead would only hold pages idle.
-    (void)n;
-#ifdef ARENARPC_ASAN
-    last_page = nullptr;
-    auto* arena = new google::protobuf::Arena(options_);
-    SetFirstPage(arena, last_page);  // protobuf takes it in the constructor
-    out[0] = arena;
-#else
-    out[0] = new google::protobuf::Arena(options_);
-#endif
+    out[0] = NewArena(options_);
     created_.fetch_add(1, std::memory_order_relaxed);
     return 1;
   }
   void Destroy(void* const* arenas, size_t n) override {
     for (size_t i = 0; i < n; ++i) {
-      auto* arena = static_cast<google::protobuf::Arena*>(arenas[i]);
-      UnpoisonIdle(arena);
-#ifdef ARENARPC_ASAN
+      auto* arena = static_cast<Arena*>(arenas[i]);
+      PoisonFirstPage(arena, false);
       SetFirstPage(arena, nullptr);
-#endif
       delete arena;
     }
   }
@@ -200,17 +185,15 @@ class ArenaCache final : public internal::PointerCache {
   std::atomic<uint64_t> created_{0};
 };
 
-// Cache() once made; stats read it, so that reading them neither freezes
-// the options nor creates PagePool::Default().
+// Cache() once made: stats must not create it.
 std::atomic<ArenaCache*> cache_made{nullptr};
 
 ArenaCache& Cache() {
   static ArenaCache* const cache = [] {
     internal::MutexLock lock(&options_mu);
     options_frozen = true;
-    // One source of truth for the block size: the page pool's, whoever
-    // configured it (SetGlobalArenaOptions or PagePool::ConfigureDefault).
-    // Arena blocks of another size would all miss the pool and go to malloc.
+    // The block size is the page pool's, whoever configured it: blocks of
+    // another size would all miss the pool.
     block_pool = &PagePool::Default();
     global_options.pages = block_pool->options();
     block_size = global_options.pages.page_size;
@@ -266,43 +249,6 @@ size_t ReleaseIdleArenas(std::chrono::milliseconds idle_for) {
   return n;
 }
 
-namespace internal {
-
-google::protobuf::Arena* AcquireArena() {
-  auto* arena = static_cast<google::protobuf::Arena*>(Cache().Pop());
-  UnpoisonIdle(arena);
-  return arena;
-}
-
-void ReleaseArena(google::protobuf::Arena* arena) {
-  // Reset() frees the first block and allocates a new one, which under
-  // memory pressure (some arena holds a heap fallback block) could throw
-  // from a destructor: such arenas are destroyed instead, which allocates
-  // nothing.
-  if (__builtin_expect(fallback_live.load(std::memory_order_relaxed) != 0, 0)) {
-#ifdef ARENARPC_ASAN
-    SetFirstPage(arena, nullptr);
-#endif
-    delete arena;
-    return;
-  }
-#ifdef ARENARPC_ASAN
-  watched_page = FirstPage(arena);
-  watched_page_freed = false;
-  last_page = nullptr;
-  arena->Reset();
-  // The first page returned: the last one taken is the new first page.
-  if (watched_page_freed) SetFirstPage(arena, last_page);
-  watched_page = nullptr;
-  PoisonFirstPage(arena, true);
-#else
-  arena->Reset();  // runs destructors, returns the blocks but one
-#endif
-  Cache().Push(arena);
-}
-
-}  // namespace internal
-
 #ifdef ARENARPC_DISABLE_ARENAS
 
 ScopedArena::ScopedArena() = default;
@@ -321,33 +267,38 @@ uint64_t ScopedArena::SpaceAllocated() const { return 0; }
 
 #else
 
-ScopedArena::ScopedArena() : arena_(internal::AcquireArena()) {}
+ScopedArena::ScopedArena() : arena_(static_cast<Arena*>(Cache().Pop())) {
+  PoisonFirstPage(arena_, false);
+}
 
 void ScopedArena::Release() {
-  // The resource is on the arena: released with it.
-  resource_.store(nullptr, std::memory_order_relaxed);
-  if (arena_ != nullptr) internal::ReleaseArena(arena_);
-  arena_ = nullptr;
+  resource_.store(nullptr, std::memory_order_relaxed);  // on the arena
+  Arena* arena = std::exchange(arena_, nullptr);
+  if (arena == nullptr) return;
+  // Reset() frees the first block and allocates a new one, which while a
+  // heap fallback block is alive could throw from a destructor: such
+  // arenas are destroyed instead, which allocates nothing.
+  if (__builtin_expect(fallback_live.load(std::memory_order_relaxed) != 0, 0)) {
+    SetFirstPage(arena, nullptr);
+    delete arena;
+    return;
+  }
+  ResetArena(arena);  // runs destructors, returns the blocks but one
+  Cache().Push(arena);
 }
 
 std::pmr::memory_resource* ScopedArena::memory_resource() {
   ArenaMemoryResource* r = resource_.load(std::memory_order_acquire);
   if (r != nullptr) return r;
-  if (arena_ == nullptr) {
-    // Moved from: no arena to allocate on (allocating aborts).
+  if (arena_ == nullptr) {  // moved from: allocating aborts
     static ArenaMemoryResource no_arena;
     return &no_arena;
   }
-  // On the arena itself, so that it moves with the arena (a resource handed
-  // out before a move stays valid in the new owner).
-  auto* made =
-      google::protobuf::Arena::Create<ArenaMemoryResource>(arena_, arena_);
-  // Two threads may race here: the loser's resource stays unused on the
-  // arena (a few bytes, released with it).
-  if (resource_.compare_exchange_strong(r, made, std::memory_order_acq_rel)) {
-    return made;
-  }
-  return r;
+  // On the arena, so that it moves with it; a racing thread's stays unused.
+  auto* made = Arena::Create<ArenaMemoryResource>(arena_, arena_);
+  return resource_.compare_exchange_strong(r, made, std::memory_order_acq_rel)
+             ? made
+             : r;
 }
 
 uint64_t ScopedArena::SpaceAllocated() const {

@@ -16,30 +16,22 @@ namespace arenarpc {
 #if defined(__GLIBC__)
 namespace {
 
-// glibc's DEFAULT_MMAP_THRESHOLD_MAX (32 MiB on 64-bit, 16 MiB on 32-bit):
-// the upper end of glibc.malloc.mmap_threshold, and what mallopt refused
-// above before glibc 2.35 (later ones take any value; blocks that large
-// then no longer fit a thread arena's heap).
+// glibc's DEFAULT_MMAP_THRESHOLD_MAX: mallopt refused more before 2.35;
+// later ones take it, but such blocks no longer fit a thread arena's heap.
 constexpr size_t kMaxMmapThreshold = size_t{4} * 1024 * 1024 * sizeof(long);
 
-// OK when the malloc this process calls is glibc's own: the `malloc` the
-// dynamic linker resolves for everyone (RTLD_DEFAULT) is the one in
-// libc.so. A preloaded or linked allocator, or a sanitizer's, resolves
-// first and differs.
+// OK when the `malloc` the dynamic linker resolves for everyone is the one
+// in libc.so (another allocator, preloaded, linked or a sanitizer's, wins).
 absl::Status CheckMallocIsGlibcs() {
   void* libc = dlopen(LIBC_SO, RTLD_NOW | RTLD_NOLOAD);
-  if (libc == nullptr) {
-    return absl::FailedPreconditionError(
-        "TuneGlibcMalloc: " LIBC_SO
-        " is not loaded (a statically linked binary?), so whose malloc the "
-        "process uses cannot be told; nothing changed");
-  }
-  void* glibc_malloc = dlsym(libc, "malloc");
-  dlclose(libc);
+  void* glibc_malloc = libc != nullptr ? dlsym(libc, "malloc") : nullptr;
+  if (libc != nullptr) dlclose(libc);
   void* used_malloc = dlsym(RTLD_DEFAULT, "malloc");
   if (glibc_malloc == nullptr || used_malloc == nullptr) {
     return absl::FailedPreconditionError(
-        "TuneGlibcMalloc: malloc not found by dlsym; nothing changed");
+        "TuneGlibcMalloc: " LIBC_SO
+        " or malloc not found (a static binary?), "
+        "so whose malloc runs cannot be told; nothing changed");
   }
   if (used_malloc != glibc_malloc) {
     Dl_info info{};
@@ -72,8 +64,7 @@ absl::Status TuneGlibcMalloc(const GlibcMallocOptions& options) {
   if (!glibc.ok()) return glibc;
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
-  // The mmap threshold first: it is the one glibc may refuse, and a refusal
-  // then leaves both settings as they were.
+  // First the one glibc may refuse: a refusal then changes nothing.
   if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(options.mmap_threshold)) !=
       1) {
     return absl::InvalidArgumentError(

@@ -3,10 +3,11 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <string>
+#include <bit>
 #include <unordered_map>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/mutex.h"
 #include "src/internal/memory_source.h"
@@ -20,9 +21,8 @@ struct PagePool::DebugState {
   std::unordered_map<void*, bool> in_use ABSL_GUARDED_BY(mu);
 };
 
-// Pages come from mmap in batches and go back with munmap (through
-// src/internal/memory_source.h, where tests inject failures) (any sub-range of
-// a mapping may be unmapped). A cached page is poisoned under ASan.
+// Pages are mapped in batches and unmapped one by one (any sub-range of a
+// mapping may be); a cached page is poisoned under ASan.
 class PagePool::Source final : public internal::PointerCache {
  public:
   explicit Source(PagePool* pool)
@@ -80,17 +80,16 @@ std::atomic<PagePool*> default_made{nullptr};
 
 absl::Status PagePool::Validate(const PagePoolOptions& o) {
   const size_t os_page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  if (o.page_size < os_page || (o.page_size & (o.page_size - 1)) != 0 ||
+  if (o.page_size < os_page || !std::has_single_bit(o.page_size) ||
       o.page_size > (size_t{1} << 30)) {
-    return absl::InvalidArgumentError(
-        "page_size must be a power of two between the OS page size (" +
-        std::to_string(os_page) + ") and 1 GiB, got " +
-        std::to_string(o.page_size));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "page_size must be a power of two between the OS page size (", os_page,
+        ") and 1 GiB, got ", o.page_size));
   }
   if (o.thread_cache_pages < 1 || o.thread_cache_pages > 65536) {
     return absl::InvalidArgumentError(
-        "thread_cache_pages must be in [1, 65536], got " +
-        std::to_string(o.thread_cache_pages));
+        absl::StrCat("thread_cache_pages must be in [1, 65536], got ",
+                     o.thread_cache_pages));
   }
   return absl::OkStatus();
 }
@@ -119,9 +118,7 @@ PagePool& PagePool::Default() {
   return *pool;
 }
 
-namespace internal {
-
-PagePoolStats DefaultPagePoolStats() {
+PagePoolStats internal::DefaultPagePoolStats() {
   if (const PagePool* pool = default_made.load(std::memory_order_acquire)) {
     return pool->Stats();
   }
@@ -130,8 +127,6 @@ PagePoolStats DefaultPagePoolStats() {
   s.page_size = default_options.page_size;
   return s;
 }
-
-}  // namespace internal
 
 absl::Status PagePool::ConfigureDefault(const PagePoolOptions& options) {
   absl::Status status = Validate(options);
@@ -156,8 +151,7 @@ void* PagePool::Allocate() {
 
 void PagePool::Deallocate(void* page) {
   ARENARPC_CHECK(page != nullptr, "PagePool::Deallocate(nullptr)");
-  // Under ASan a cached page is poisoned: this catches a double return
-  // even in optimised builds.
+  // A cached page is poisoned under ASan: caught in every build.
   ARENARPC_CHECK(!ARENARPC_IS_POISONED(page),
                  "PagePool::Deallocate: page returned twice");
   if (ARENARPC_DEBUG_CHECKS) DebugTrack(page, false);

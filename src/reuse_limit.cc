@@ -1,7 +1,5 @@
-// Which fields protobuf's generated Clear() does not keep (it deletes, or on
-// an arena abandons, these sub-objects; which ones depends on the version,
-// see internal/protobuf_compat.h). Reuse keeps the rest, so this tells
-// whether a type's bulk can be reused at all.
+// Which fields the generated Clear() does not keep (it deletes, or on an
+// arena abandons, them; by version: internal/protobuf_compat.h).
 #include <google/protobuf/descriptor.h>
 
 #include <string>

@@ -4,8 +4,6 @@
 //   absl::StatusOr<arenarpc::AllocationMode> m =
 //       arenarpc::ParseAllocationMode("auto");
 //   std::string_view name = arenarpc::AllocationModeName(*m);   // "auto"
-//
-// Thread safety: plain functions and values.
 #ifndef ARENARPC_ALLOCATION_MODE_H_
 #define ARENARPC_ALLOCATION_MODE_H_
 
@@ -15,20 +13,17 @@
 
 namespace arenarpc {
 
-// kHeap, kArena and kReuse are where messages live; kAuto picks one of
-// them per message type (and can change its pick when traffic shifts).
+// kAuto picks one of the others per message type (and may change it).
 enum class AllocationMode { kHeap = 0, kArena = 1, kReuse = 2, kAuto = 3 };
 // The modes a message can live in (arrays indexed by mode have this size).
 inline constexpr int kNumAllocationModes = 3;
 
-// "heap", "arena", "reuse" or "auto" (case-sensitive); InvalidArgument
-// otherwise.
+// "heap", "arena", "reuse" or "auto"; InvalidArgument otherwise.
 absl::StatusOr<AllocationMode> ParseAllocationMode(std::string_view name);
 std::string_view AllocationModeName(AllocationMode mode);
 
-// Where kAuto's running decision came from: learned with every mode
-// measured, learned with heap held out by the size prior, loaded from a
-// decisions file; kNone before the first.
+// Where kAuto's decision came from: every mode measured, heap held out by
+// the size prior, or a decisions file; kNone before the first.
 enum class DecisionSource { kNone = 0, kLearned, kPrior, kLoaded };
 // "none", "learned", "prior", "loaded".
 const char* DecisionSourceName(DecisionSource source);

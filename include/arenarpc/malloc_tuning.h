@@ -9,64 +9,32 @@
 //     ...
 //   }
 //
-// What it does. glibc hands every block of more than 128 KiB (its default
-// M_MMAP_THRESHOLD, which it raises by itself to the size of a mapped block
-// freed, up to 32 MiB) out of freshly mapped memory and unmaps it on free,
-// and gives the top of a heap back to the OS once more than 128 KiB (or
-// twice the raised threshold) of it is free (M_TRIM_THRESHOLD). A gRPC
-// client receiving large responses (gRPC 1.51 has no hook to give it an
-// allocator) then gets fresh pages from the kernel for its receive buffers
-// call after call: page faults and page clearing under the copy of the
-// received bytes were a large share of the client's CPU per call in the
-// corpus (docs/MEASURE.md, "Clients"). TuneGlibcMalloc applies, with
-// mallopt,
-//   M_MMAP_THRESHOLD = options.mmap_threshold  (default 32 MiB: blocks up
-//                      to it come from the heap and are reused after free)
-//   M_TRIM_THRESHOLD = options.trim_threshold  (default 256 MiB: free memory
-//                      at a heap's top is kept up to it)
-// the same as GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:
-// glibc.malloc.trim_threshold=268435456 in the environment, but from code.
-// Setting either also turns off glibc's own raising of the thresholds.
+// What it does: glibc serves blocks above M_MMAP_THRESHOLD (128 KiB, raised
+// by itself up to 32 MiB) from fresh mappings, unmapped on free, and gives
+// a heap's free top back above M_TRIM_THRESHOLD. A client receiving large
+// responses then faults fresh pages in for gRPC's receive buffers call
+// after call (docs/MEASURE.md, "Clients"). This sets, with mallopt,
+// M_MMAP_THRESHOLD = mmap_threshold and M_TRIM_THRESHOLD = trim_threshold
+// (as GLIBC_TUNABLES=glibc.malloc.mmap_threshold=...:glibc.malloc.
+// trim_threshold=... would), which also stops glibc's own raising.
 //
-// What it costs: memory. Freed heap memory stays with the process (up to
-// trim_threshold at the top of each of glibc's arenas: the main one and up
-// to 8 per core for threads), and blocks up to mmap_threshold share the
-// heap with small ones, so a long-lived small block can pin a large freed
-// range. malloc_trim(0) gives back what is free (the servers' idle
-// trimming, arenarpc/grpc/server_options.h IdleTrimOptions, calls it). The
-// client's peak RSS with and without it, measured: docs/MEASURE.md, "Clients".
-//
-// Clients gain the most (large responses: gRPC's receive buffers); servers
-// much less (BENCHMARKS 0d: a server's arenarpc mode already keeps its
-// messages on pooled pages). It is process-wide, so it is a function of
-// the process, not an option of a call or a server.
+// What it costs: memory. Freed memory stays with the process (up to
+// trim_threshold per glibc arena; a long-lived small block can pin a large
+// freed range); malloc_trim(0), as the servers' idle trimming calls it,
+// gives back what is free.
 //
 // Errors (nothing is changed when one is returned):
-//  - Unimplemented: not built against glibc.
+//  - Unimplemented: not built against glibc;
 //  - FailedPrecondition: malloc in this process is not glibc's (a preloaded
-//    or linked jemalloc, tcmalloc, mimalloc, a sanitizer's), found by
-//    comparing the malloc the process resolves with the one in glibc's
-//    libc.so; the message names the library that provides it. That
-//    allocator does not use glibc's settings (and most already keep freed
-//    memory). A statically linked binary (no libc.so to compare with) is
-//    refused the same way, since which malloc it links cannot be told.
-//  - InvalidArgument: an mmap_threshold above glibc's maximum (32 MiB on
-//    64-bit, 16 MiB on 32-bit: the range of glibc.malloc.mmap_threshold;
-//    glibc before 2.35 refuses more in mallopt too, later ones take it but
-//    such blocks no longer fit a thread arena's heap), a trim_threshold
-//    above INT_MAX (mallopt takes an int), or a value mallopt refuses.
-//  - Internal: glibc refused M_TRIM_THRESHOLD after accepting the mmap
-//    threshold (glibc 2.36 accepts any value; the mmap one stays set).
+//    or linked allocator, a sanitizer's; the message names it), or it
+//    cannot be told (statically linked);
+//  - InvalidArgument: mmap_threshold above glibc's maximum (32 MiB on
+//    64-bit, 16 MiB on 32-bit), trim_threshold above INT_MAX, or a value
+//    mallopt refuses;
+//  - Internal: glibc refused M_TRIM_THRESHOLD after accepting the other.
 //
-// Repeated calls are fine: each applies its values (the last call wins,
-// as with mallopt; the same values again change nothing). GLIBC_TUNABLES
-// in the environment is overridden by a successful call.
-//
-// Thread safety: may be called from any thread; calls are serialized.
-// glibc reads the thresholds without a lock, so threads allocating at the
-// same time see the new values from their next allocation on. Call it at
-// the start of main, before threads and large allocations: blocks mapped
-// before it stay mapped until freed.
+// Thread safety: calls are serialized; the last one wins. Call it first in
+// main: blocks mapped before it stay mapped until freed.
 #ifndef ARENARPC_MALLOC_TUNING_H_
 #define ARENARPC_MALLOC_TUNING_H_
 
@@ -77,16 +45,11 @@
 namespace arenarpc {
 
 struct GlibcMallocOptions {
-  // Blocks up to this size come from the heap (M_MMAP_THRESHOLD). At most
-  // 32 MiB on 64-bit (16 MiB on 32-bit).
-  size_t mmap_threshold = size_t{32} << 20;
-  // Free memory at a heap's top kept before giving it back
-  // (M_TRIM_THRESHOLD).
-  size_t trim_threshold = size_t{256} << 20;
+  size_t mmap_threshold = size_t{32} << 20;   // blocks up to it: the heap
+  size_t trim_threshold = size_t{256} << 20;  // free heap top kept up to it
 };
 
-// Applies `options` to glibc's malloc (see above). OK, or an error with
-// nothing changed.
+// Applies `options` to glibc's malloc (see above).
 absl::Status TuneGlibcMalloc(const GlibcMallocOptions& options = {});
 
 }  // namespace arenarpc

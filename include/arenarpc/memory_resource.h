@@ -11,14 +11,10 @@
 //   arenarpc::ScopedArena arena;
 //   std::pmr::vector<int> ids(arena.memory_resource());
 //
-// Both are monotonic: deallocate() does nothing and memory comes back only
-// when the whole resource is released, which is what makes them cheap.
-//
-// Thread safety: neither is thread-safe for allocation (like
-// std::pmr::monotonic_buffer_resource); ArenaMemoryResource inherits the
-// arena's thread safety, which is full.
-// Lifetime: memory handed out lives until release()/destruction
-// (MonotonicPageResource) or until the arena is reset (ArenaMemoryResource).
+// Both are monotonic: deallocate() does nothing; memory lives until
+// release()/destruction (MonotonicPageResource) or the arena's reset.
+// Thread safety: MonotonicPageResource is not thread-safe (as
+// std::pmr::monotonic_buffer_resource); ArenaMemoryResource is, as arenas.
 #ifndef ARENARPC_MEMORY_RESOURCE_H_
 #define ARENARPC_MEMORY_RESOURCE_H_
 
@@ -33,8 +29,8 @@ namespace arenarpc {
 
 class PagePool;
 
-// Bump allocation over pages of a PagePool; requests larger than half a page
-// go to the heap (and are freed by release()).
+// Bump allocation over pages of a PagePool; requests over half a page go to
+// the heap (freed by release() too).
 class MonotonicPageResource final : public std::pmr::memory_resource {
  public:
   MonotonicPageResource();  // uses PagePool::Default()
@@ -43,10 +39,8 @@ class MonotonicPageResource final : public std::pmr::memory_resource {
   MonotonicPageResource(const MonotonicPageResource&) = delete;
   MonotonicPageResource& operator=(const MonotonicPageResource&) = delete;
 
-  // Returns all memory; everything allocated from it becomes invalid.
-  void release();
-  // Pages currently held (excluding heap-allocated large requests).
-  size_t pages_held() const { return pages_held_; }
+  void release();  // returns all memory at once
+  size_t pages_held() const { return pages_held_; }  // not counting the heap
 
  private:
   struct Page;   // header at the start of each page: the next page
@@ -66,8 +60,8 @@ class MonotonicPageResource final : public std::pmr::memory_resource {
   size_t pages_held_ = 0;
 };
 
-// Allocates on a protobuf arena, so that non-protobuf data of a request
-// shares the request's pages and is freed with them. Non-owning.
+// Allocates on a protobuf arena (non-owning): a request's other data on its
+// pages.
 class ArenaMemoryResource final : public std::pmr::memory_resource {
  public:
   explicit ArenaMemoryResource(google::protobuf::Arena* arena = nullptr)

@@ -8,124 +8,30 @@
 //     Handle(*req);
 //   }  // back to the pool: cleared, capacity kept (unless it grew too big)
 //
-//   // Protobuf's own calls work too (req->ParseFromString(wire)), but
-//   // the pool then sees the input's size only after the parse: prefer
-//   // ParseFrom() where inputs vary in size ("Parsed by other means").
 //   // Generic/dynamic services: a pool from a prototype.
 //   arenarpc::MessagePool<google::protobuf::Message> any(&prototype);
 //
-// Each pooled instance lives on an arena of its own (pooled pages); on
-// protobuf v24+ an instance of a type Clear() keeps whole lives on the heap
-// instead (there, parsing into an arena message gives each singular string
-// a new std::string every time; into a heap message it reuses the buffer).
-// Reuse keeps what protobuf keeps on Clear(): the elements and capacity of
-// repeated fields, string buffers, sub-messages with a has-bit. Some types
-// Clear() cannot keep whole (on protobuf 3.21: proto3 singular message
-// fields without has-bit, oneof members, map entries; ReuseLimit() names the
-// first): on the real services of bench/corpus, clearing such a message
-// and parsing into it again took 1.5-1.9x a fresh arena's time in-process
-// (5.2x on HoraeDB; docs/MODES.md, kept output
-// docs/raw/corpus/inprocess.md), since Clear() walks the message and the
-// dropped parts are allocated again anyway. So by default a
-// pool of such a type does not Clear(): each use gets a fresh arena (the
-// instance's arena is reset on return), which is exactly arena mode.
-// `reuse_lossy_types` turns Clear()-and-reuse on for them anyway; what
-// Clear() drops is then abandoned on the instance's arena (an arena
-// allocation on the next use, not a malloc/free pair), bounded below.
+// Reuse keeps what protobuf's Clear() keeps; a type Clear() cannot keep
+// whole (ReuseLimit() not empty) gets a fresh arena per use instead. Prefer
+// ParseFrom() to protobuf's ParseFromString(): it sees the size first. An
+// instance is rebuilt past the growth bound, the garbage ratio or
+// `rebuild_every` uses; idle ones are bounded and decay. Why and how:
+// docs/DESIGN.md ("Reuse: MessagePool<T>").
 //
-// Guards, checked on every return without walking the message:
-//  - abandoned bytes: an instance whose arena grew beyond
-//    (1 + max_garbage_ratio) x its footprint after its first use is rebuilt
-//    (its arena is reset: a fresh instance next time);
-//  - growth guard: the content size (serialized bytes) is taken when it is
-//    free (the ParseFrom() input, a size hint, the cached size left by
-//    serialization) and on a random 1 in `sample_every` returns otherwise
-//    (one ByteSizeLong() walk); an instance that held content above
-//    min(hard_cap_bytes, slack x the `percentile` of recent sizes) is
-//    rebuilt, so small inputs never carry large capacity;
-//  - age: an instance is rebuilt after `rebuild_every` uses, so capacity no
-//    guard saw (string buffers live on the heap, outside the arena) is held
-//    for a bounded number of uses;
-//  - idle bound: at most idle_per_thread instances per thread plus idle_max
-//    process-wide; the rest are destroyed;
-//  - decay: idle instances no use reached for idle_decay_ms (1 s) are
-//    destroyed within a period or two (shared ones; a thread's cache when
-//    the thread took or returned none for a period), checked on returns,
-//    so the pool holds about what the last second's calls in flight
-//    needed, not the most a burst ever did (a fresh server's first
-//    seconds, a stall, a spike: on sync gRPC each call in flight is a
-//    thread, each with instances of its own).
+// Out of memory: std::bad_alloc only when the heap fails too; an instance
+// whose use an exception interrupted is destroyed, never reused.
 //
-// Large inputs (heap instances, protobuf v24+): PooledMessage::ParseFrom()
-// parses an input above the growth guard's bound (one the guard would evict
-// the instance for) into a message on a fresh arena of pooled pages instead
-// of the heap instance, and the handle then points to that message; on
-// return the arena is reset and the heap instance, untouched, is reused.
-// Parsed into the heap instance, such an input costs a malloc per object
-// beyond the instance's capacity and a free per object when the evicted
-// instance is destroyed: on 99 % ~8 KB / 1 % ~1.7 MB requests on protobuf
-// 35.1 that made reuse slower than a fresh arena per use
-// (docs/PROTOBUF_VERSIONS.md).
+// Thread safety: Acquire() and returns may run concurrently on any threads
+// (also on another than the one that acquired); a PooledMessage is not.
+// Lifetime: every PooledMessage must be destroyed before its pool; do not
+// keep pointers into the message after its handle is gone. Full protobuf
+// messages only (not MessageLite). A pool registered with the stats
+// (RegisterMessagePoolStats, arenarpc/metrics.h) leaves them when destroyed.
 //
-// Parsed by other means (protobuf's own ParseFromString on *handle, gRPC's
-// deserializer into an allocator's message, the caller's writes), an input
-// goes into the heap instance whatever its size: above the bound, that is
-// the malloc per object and the free per object above. The pool sees it on
-// return (the content size, when known, sampled, or on the pool's first
-// 1024 returns measured), evicts the instance and, for the next
-// unrouted_fresh_returns returns, serves fresh arenas instead of heap
-// instances (arena mode; MessagePoolStats::unrouted_large,
-// fresh_arenas_now), then tries heap instances again. A new pool starts
-// that way (fresh_returns_at_start) and measures each return while its
-// guard learns the sizes, so that such an input is seen before any heap
-// instance took one. On the skewed sizes above parsed with
-// ParseFromString on protobuf 35.1 (docs/raw/reuse_skew/unrouted/
-// protobuf35/, CPU against a fresh arena per use): 2.75-2.80x without
-// turning heap instances off, 1.03-1.07x when heap instances took the
-// first large inputs (peak RSS 1.06-1.16x), 0.99-1.00x with the start on
-// fresh arenas (peak RSS 1.00-1.01x; each use is then a fresh arena plus
-// the pool's bookkeeping, 0.6 % of the profile); ParseFrom(): 0.92x.
-// Clearing and reusing instances on arenas instead took 1.32-1.36x (35.1's
-// parser re-creates their strings). Arena instances (before v24) need none
-// of it.
-//
-// Out of memory: instances live on arenas, which take blocks from the heap
-// when the page pool has none (arena.h), so Acquire() and parsing fail only
-// when the heap fails too, with std::bad_alloc like protobuf's own calls;
-// the pool stays consistent: a failed Acquire() hands nothing out, and an
-// instance whose ParseFrom() threw, or whose handle is destroyed while an
-// exception unwinds the stack, is destroyed on return, never reused
-// (rebuilt_after_exception): protobuf gives no exception guarantee (33.6
-// leaves a null element in a repeated field when an allocation throws,
-// which a later Clear() would follow).
-//
-// Thread safety: Acquire() and returning handles may happen concurrently on
-// any threads (per-thread caches; a handle may be returned on another
-// thread). A PooledMessage itself is not thread-safe.
-// Lifetime: every PooledMessage must be destroyed before its pool; the
-// message and everything reached from it belong to the pool (do not keep
-// pointers into it after the handle is gone). Full protobuf messages only
-// (reflection is needed for dynamic prototypes), not MessageLite. A pool
-// registered with the stats (RegisterMessagePoolStats, arenarpc/metrics.h)
-// leaves them in its destructor.
-//
-// Misuse, by build (debug: ARENARPC_DEBUG_CHECKS, on unless NDEBUG):
-//  - a pool destroyed while PooledMessages are alive: debug builds abort
-//    ("MessagePool destroyed while PooledMessages are alive"); release
-//    builds: undefined behaviour (the handles later return into freed
-//    memory);
-//  - using an empty handle (returned by reset(), moved from, default):
-//    debug builds abort ("use of an empty handle"); release builds
-//    dereference nullptr;
-//  - using the message through a pointer kept after its handle returned
-//    it: undefined behaviour. Under ASan the idle message object itself
-//    (sizeof(T) bytes; not for a dynamic prototype) is poisoned, so a
-//    touch is reported (use-after-poison); what it points to (strings,
-//    repeated fields, sub-messages) is kept cleared for reuse and not
-//    poisoned. An instance that goes back with its arena reset is on a
-//    pooled arena's first page: poisoned while that arena is idle.
-//  - returning twice or to another pool cannot be expressed: a handle
-//    returns once (reset() empties it) and only to the pool it came from.
+// Misuse: a pool destroyed while PooledMessages live, or an empty handle
+// used (reset(), moved from, default), aborts in debug builds
+// (ARENARPC_DEBUG_CHECKS) and is undefined behaviour in release builds; a
+// message used after its return is undefined (ASan: use-after-poison).
 #ifndef ARENARPC_MESSAGE_POOL_H_
 #define ARENARPC_MESSAGE_POOL_H_
 
@@ -148,54 +54,26 @@
 namespace arenarpc {
 
 struct MessagePoolOptions {
-  size_t idle_per_thread = 4;  // instances cached per thread
-  size_t idle_max = 256;       // instances kept process-wide beyond those
-  // Decay: once this often, idle instances no Acquire() reached in the
-  // whole period (shared ones below the lowest the shared depot went, and
-  // those of threads that took or returned none) are destroyed, so what a
-  // burst built goes back while calls go on. 0: off (the idle bound above,
-  // Trim() and ReleaseIdleCaches() only).
-  uint32_t idle_decay_ms = 1000;
-  // Growth guard, in serialized bytes of the content an instance held.
+  size_t idle_per_thread = 4;     // instances cached per thread
+  size_t idle_max = 256;          // instances kept process-wide beyond those
+  uint32_t idle_decay_ms = 1000;  // idle this long: destroyed (0: never)
+  // Growth bound, in serialized bytes: min(hard_cap_bytes, max(
+  // min_bound_bytes, slack x the `percentile` of recent content sizes)).
   size_t hard_cap_bytes = size_t{8} << 20;
-  // The percentile of recent content sizes (0..1) the bound follows; sizes
-  // above it are the rare large inputs whose capacity is not kept.
   double percentile = 0.9;
-  // Bound = slack x that percentile (its power-of-two bucket's top), so
-  // ordinary variation above the percentile does not rebuild instances.
   double slack = 2.0;
-  size_t min_bound_bytes = 16 << 10;  // below this, never rebuild for size
-  // Arena bytes an instance may abandon (or grow by) past its footprint
-  // after its first use, as a multiple of that footprint, before it is
-  // rebuilt.
+  size_t min_bound_bytes = 16 << 10;
+  // Abandoned arena bytes allowed, as a multiple of the footprint.
   double max_garbage_ratio = 1.0;
-  // Uses after which an instance is rebuilt anyway (0: never).
-  uint32_t rebuild_every = 64;
-  // Returns measured with a ByteSizeLong() walk when no size is free: 1 in
-  // this many, chosen at random (so alternating pools are sampled alike).
-  uint32_t sample_every = 16;
-  // Clear() and reuse instances even of a type Clear() cannot keep whole
-  // (ReuseLimit() not empty). Off: such a pool gives each use a fresh arena.
-  bool reuse_lossy_types = false;
-  // Keep instances on arenas even where heap instances keep more (protobuf
-  // v24+, see above); bench/corpus/corpus_bench.cc's reuse_arena mode
-  // measures it.
-  bool arena_instances = false;
-  // Heap instances: ParseFrom() puts an input above the growth bound on a
-  // fresh arena ("Large inputs" above). Off: into the instance, which the
-  // guard then evicts (the behaviour before; reuse_skew_bench's pool_inplace
-  // mode measures it).
+  uint32_t rebuild_every = 64;     // uses before a rebuild (0: never)
+  uint32_t sample_every = 16;      // returns measured (at random) when unsized
+  bool reuse_lossy_types = false;  // Clear() and reuse even lossy types
+  bool arena_instances = false;    // arena instances also on protobuf v24+
+  // Heap instances: ParseFrom() puts an input above the bound on an arena.
   bool large_inputs_on_arena = true;
-  // Heap instances: returns served on fresh arenas after an input above the
-  // growth bound reached a heap instance other than through ParseFrom()
-  // ("Parsed by other means" above); 0: never.
+  // Heap instances: fresh-arena returns after content above the bound came
+  // in other than by ParseFrom(), and at the pool's start (0: none).
   int64_t unrouted_fresh_returns = int64_t{1} << 16;
-  // Heap instances: the pool's first returns (about this many) are served
-  // on fresh arenas, each measured while the growth guard learns the sizes
-  // (its first 1024), so that an input above the growth bound
-  // that reaches the pool other than through ParseFrom() turns heap
-  // instances off before any heap instance took one ("Parsed by other
-  // means" above); 0: heap instances from the first use.
   int64_t fresh_returns_at_start = 1024;
 };
 
@@ -206,39 +84,20 @@ struct MessagePoolStats {
   uint64_t evicted_by_guard = 0;  // rebuilt: held content above the bound
   uint64_t rebuilt_garbage = 0;   // rebuilt: abandoned bytes over the limit
   uint64_t rebuilt_aged = 0;      // rebuilt: rebuild_every uses
-  // Destroyed on return: an exception interrupted its use (see "Out of
-  // memory" above).
-  uint64_t rebuilt_after_exception = 0;
-  // Returns that reset the instance's arena instead of Clear(): the type is
-  // one Clear() cannot keep whole (reuse_lossy_types off), or heap
-  // instances are off for now (unrouted_large).
-  uint64_t fresh_arena_returns = 0;
-  // Uses whose ParseFrom() input was above the growth guard's bound, parsed
-  // into a message on a fresh arena instead of the pool's heap instance
-  // (see "Large inputs" above).
-  uint64_t large_on_arena = 0;
-  // Heap instances that held content above the growth bound put there by
-  // other means than ParseFrom() (see "Parsed by other means" above); each
-  // turns heap instances off for unrouted_fresh_returns returns.
+  uint64_t rebuilt_after_exception = 0;  // destroyed: use interrupted
+  uint64_t fresh_arena_returns = 0;      // arena reset instead of Clear()
+  uint64_t large_on_arena = 0;  // ParseFrom() inputs put on a fresh arena
+  // Heap instances that held content above the bound not parsed by
+  // ParseFrom(); each turns heap instances off for a while.
   uint64_t unrouted_large = 0;
-  // Whether Acquire() now serves fresh arenas (a type Clear() cannot keep
-  // whole, or heap instances off after an unrouted large input).
-  bool fresh_arenas_now = false;
-  // Idle instances destroyed: the idle bound, decay, Trim(),
-  // ReleaseIdleCaches().
-  uint64_t dropped_idle = 0;
-  // Handles alive, counting a return until it is done with the pool: at 0
-  // (and no Acquire() running) the pool may be destroyed.
-  uint64_t in_use = 0;
-  uint64_t idle = 0;         // instances kept for reuse
-  uint64_t bound_bytes = 0;  // the growth guard's current bound
-  // Bytes of the idle instances: their arenas' blocks; a heap instance's
-  // SpaceUsedLong() after its first use.
-  uint64_t retained_bytes = 0;
-  // Share of an instance's arena bytes a use did not have to allocate again
-  // (percent; 100 when Clear() keeps everything). Low means the type's bulk
-  // sits where protobuf's Clear() cannot keep it: reuse is then no better
-  // than an arena (see ReuseLimit()).
+  bool fresh_arenas_now = false;  // Acquire() serves fresh arenas now
+  uint64_t dropped_idle = 0;      // idle instances destroyed
+  uint64_t in_use = 0;            // handles alive (at 0 the pool may go)
+  uint64_t idle = 0;              // instances kept for reuse
+  uint64_t bound_bytes = 0;       // the growth bound
+  uint64_t retained_bytes = 0;    // bytes of the idle instances
+  // Percent of arena bytes a use did not allocate again (low: see
+  // ReuseLimit()).
   uint64_t kept_percent = 100;
 };
 
@@ -250,8 +109,8 @@ class SizeGuard;
 class MessagePoolCore {
  public:
   struct Entry;
-  // object_size: sizeof the message type if known (0 for a dynamic
-  // prototype); that many bytes of an idle instance are poisoned under ASan.
+  // object_size: sizeof the message type (0 for a dynamic prototype); that
+  // many bytes of an idle instance are poisoned under ASan.
   MessagePoolCore(const google::protobuf::Message* prototype,
                   const MessagePoolOptions& options, size_t object_size = 0);
   ~MessagePoolCore();
@@ -264,12 +123,9 @@ class MessagePoolCore {
   static constexpr size_t kInterrupted = ~size_t{0};
   void Return(Entry* entry, size_t size_hint);
   static google::protobuf::Message* MessageOf(Entry* entry);
-  // Whether this use is a new instance's first (see
-  // PooledMessage::new_instance()).
   static bool NewInstance(const Entry* entry);
-  // The message ParseFrom() parses `wire_size` bytes into: the instance, or,
-  // for a heap instance and an input above the growth bound, a new message
-  // on a fresh arena, which the entry holds until it is returned.
+  // The message ParseFrom() parses `wire_size` bytes into: the instance,
+  // or a message on a fresh arena for a large input into a heap instance.
   google::protobuf::Message* ParseTarget(Entry* entry, size_t wire_size);
   MessagePoolStats Stats() const;
   void Trim();
@@ -279,11 +135,8 @@ class MessagePoolCore {
  private:
   class Cache;
   friend class Cache;
-  Entry* NewEntry();
-  void Rebuild(Entry* entry);
   bool ServingFreshArenas() const;
-  void CountFreshReturn();
-  void LearnFromFreshReturn(Entry* entry, size_t size_hint);
+  void FreshReturn(Entry* entry, size_t size_hint);
   void ReturnKept(Entry* entry, size_t size_hint);
   void ApplyGuards(Entry* entry, size_t size);
   void TurnHeapInstancesOff();
@@ -293,13 +146,10 @@ class MessagePoolCore {
   const size_t object_size_;
   const std::string reuse_limit_;  // "" if Clear() keeps every field
   const bool fresh_arenas_;        // reset the arena instead of Clear()
-  // Instances on the heap, not on arenas: where parsing into an arena
-  // message re-creates its strings (protobuf v24+, internal/protobuf_compat.h)
-  // and Clear() keeps the whole type, a heap instance keeps every buffer.
+  // Instances on the heap (protobuf v24+: kArenaParseRecreatesStrings).
   const bool heap_instances_;
   std::unique_ptr<Cache> cache_;
-
-  std::unique_ptr<SizeGuard> guard_;  // the growth guard
+  std::unique_ptr<SizeGuard> guard_;  // the growth bound
 
   // Updated on every Acquire/return by all threads: striped, not shared.
   StripedCounter in_use_;
@@ -319,39 +169,29 @@ class MessagePoolCore {
   std::atomic<int64_t> fresh_returns_left_{0};
 };
 
-// Registries that keep pointers to pools (src/metrics.cc) set a hook that a
-// MessagePool's destructor calls with its address, before anything of the
-// pool is destroyed. One hook process-wide; nullptr removes it.
+// The hook a MessagePool's destructor calls first with its address (the
+// stats registry, src/metrics.cc); nullptr removes it.
 void SetMessagePoolDestroyedHook(void (*hook)(const void* pool));
 void NotifyMessagePoolDestroyed(const void* pool);
 
-// Tests and benchmarks only: pools constructed while on put their instances
-// on the heap on every protobuf version, as they do on v24+ (where the
-// choice matters: see the top of this file), so that the heap-instance
-// paths run on 3.21 too.
+// Tests and benchmarks: later pools use heap instances as on v24+.
 void SetHeapInstancesForTest(bool on);
 
-// Why Clear() cannot keep all of `type` on this protobuf (first such field
-// as a path, e.g. "spans.attributes.value: proto3 message field without
-// has-bit"), or "" if it keeps everything.
+// The first field of `type` whose content Clear() drops, as a path with
+// the reason ("a.b: map field ..."), or "" if it keeps everything.
 std::string ReuseLimit(const google::protobuf::Descriptor* type);
 
 }  // namespace internal
-
-template <class T>
-class MessagePool;
 
 // A message on loan from a MessagePool; returns it when destroyed. Move-only,
 // like std::unique_ptr<T>.
 template <class T>
 class PooledMessage {
+  using Core = internal::MessagePoolCore;
+
  public:
   PooledMessage() = default;
-  PooledMessage(PooledMessage&& other) noexcept
-      : core_(std::exchange(other.core_, nullptr)),
-        entry_(std::exchange(other.entry_, nullptr)),
-        message_(std::exchange(other.message_, nullptr)),
-        size_hint_(std::exchange(other.size_hint_, 0)) {}
+  PooledMessage(PooledMessage&& other) noexcept { *this = std::move(other); }
   PooledMessage& operator=(PooledMessage&& other) noexcept {
     if (this != &other) {
       reset();
@@ -363,10 +203,9 @@ class PooledMessage {
     return *this;
   }
   ~PooledMessage() {
-    // Destroyed by stack unwinding: the exception may have left the message
-    // half-modified (see the pool's "Out of memory" note).
+    // Unwinding: the exception may have left the message half-modified.
     if (entry_ != nullptr && std::uncaught_exceptions() != 0) {
-      size_hint_ = internal::MessagePoolCore::kInterrupted;
+      size_hint_ = Core::kInterrupted;
     }
     reset();
   }
@@ -381,29 +220,20 @@ class PooledMessage {
   T& operator*() const { return *operator->(); }
   explicit operator bool() const { return message_ != nullptr; }
 
-  // True if the pool built this message for this use: it had no idle
-  // instance, so nothing is kept from an earlier use and this one costs
-  // what a fresh arena does. False when the handle is empty, for an
-  // instance used before (also one rebuilt after the growth guard or
-  // ageing dropped its content: that cost recurs) and for a pool that
-  // serves fresh arenas (every use is one). kAuto leaves such calls out
-  // of what it learns of reuse: they measure the pool's warming, not its
-  // steady state.
+  // True if the pool built this instance for this use (its warming: kAuto
+  // leaves such uses out); false for a reused or rebuilt instance, a fresh
+  // arena or an empty handle.
   bool new_instance() const {
-    return entry_ != nullptr && internal::MessagePoolCore::NewInstance(entry_);
+    return entry_ != nullptr && Core::NewInstance(entry_);
   }
 
   // Parses `wire` into the message (replacing its content). On failure
-  // returns false and leaves the message empty. Out of memory: see the
-  // pool's "Out of memory" note. An input above the growth bound may be
-  // parsed into another message (see "Large inputs" above): take pointers
-  // from the handle after ParseFrom(), not before.
+  // returns false and leaves the message empty. A large input may go into
+  // another message: take pointers from the handle after ParseFrom().
   bool ParseFrom(std::string_view wire) {
-    ARENARPC_DCHECK(message_ != nullptr,
-                    "PooledMessage: use of an empty handle (returned, moved "
-                    "from or default-constructed)");
+    operator->();  // checks the handle
     // Stays kInterrupted if the parse throws (std::bad_alloc).
-    size_hint_ = internal::MessagePoolCore::kInterrupted;
+    size_hint_ = Core::kInterrupted;
     message_ = static_cast<T*>(core_->ParseTarget(entry_, wire.size()));
     const bool ok =
         message_->ParseFromArray(wire.data(), static_cast<int>(wire.size()));
@@ -411,8 +241,8 @@ class PooledMessage {
     if (!ok) message_->Clear();
     return ok;
   }
-  // The message's content size in serialized bytes, if the caller knows it
-  // (saves the pool a ByteSizeLong() walk on a sampled return).
+  // The content size in serialized bytes, if the caller knows it (saves
+  // the pool a ByteSizeLong() walk on a sampled return).
   void set_size_hint(size_t bytes) { size_hint_ = bytes; }
 
   // Returns the message to its pool now.
@@ -425,16 +255,15 @@ class PooledMessage {
   }
 
  private:
-  friend class MessagePool<T>;
-  PooledMessage(internal::MessagePoolCore* core,
-                internal::MessagePoolCore::Entry* entry)
+  template <class U>
+  friend class MessagePool;
+  PooledMessage(Core* core, Core::Entry* entry)
       : core_(core),
         entry_(entry),
-        message_(static_cast<T*>(internal::MessagePoolCore::MessageOf(entry))) {
-  }
+        message_(static_cast<T*>(Core::MessageOf(entry))) {}
 
-  internal::MessagePoolCore* core_ = nullptr;
-  internal::MessagePoolCore::Entry* entry_ = nullptr;
+  Core* core_ = nullptr;
+  Core::Entry* entry_ = nullptr;
   T* message_ = nullptr;
   size_t size_hint_ = 0;
 };
@@ -462,24 +291,15 @@ class MessagePool {
     return PooledMessage<T>(&core_, core_.Acquire());
   }
   MessagePoolStats Stats() const { return core_.Stats(); }
-  // Destroys the idle instances in the shared depot (up to idle_max of
-  // them), keeping those cached by threads (idle_per_thread each): after a
-  // burst, what the burst sized goes back. The gRPC adapters' idle trimming
-  // calls it on the shared pools.
+  // Destroys the idle instances of the shared depot; thread caches stay.
   void Trim() { core_.Trim(); }
-  // Destroys the instances cached by threads that have not acquired or
-  // returned any for `idle_for` (observed across calls, as
-  // PagePool::ReleaseIdleCaches; zero: every thread not in the pool at this
-  // instant), so that the threads of a past burst do not keep theirs
-  // forever. Returns how many were destroyed. The threads keep working: a
-  // cache refills on its next Acquire(). The gRPC adapters' idle trimming
-  // and pooled-memory cap call it on the shared pools.
+  // Destroys the instances of thread caches unused for `idle_for` (as
+  // PagePool::ReleaseIdleCaches); returns how many.
   size_t ReleaseIdleCaches(std::chrono::milliseconds idle_for) {
     return core_.ReleaseIdleCaches(idle_for);
   }
   // Why reuse cannot keep all of T on this protobuf version ("" if it
-  // can): the first field whose content Clear() drops, as a path. Unless
-  // reuse_lossy_types is set, a pool of such a type serves fresh arenas.
+  // can): the first field whose content Clear() drops, as a path.
   const std::string& ReuseLimit() const { return core_.reuse_limit(); }
 
  private:

@@ -7,40 +7,20 @@
 //
 //   arenarpc::PagePoolStats s = pool.Stats();   // cheap: one lock, no walk
 //
-// Design. A page is taken from the calling thread's cache (a LIFO stack, so
-// the page is probably still in this core's cache); an empty cache refills
-// with a batch from the depot, and a full cache sends its colder half there.
-// The depot holds at most `depot_capacity_bytes`; pages beyond that are
-// unmapped (munmap), so an idle process gives memory back; pages a burst
-// left that no thread took for `idle_decay_ms` are unmapped too. Pages come
-// from mmap in batches and are never touched by the pool itself, so a page
-// never used stays unbacked.
+// Per-thread caches over a bounded depot; pages are mmap'd in batches and
+// never touched by the pool. Why: docs/DESIGN.md ("Pages").
 //
-// Thread safety: every member function may be called concurrently from any
-// thread. A page may be returned by a thread other than the one that took it.
-// Idle threads: a thread's cache keeps up to `thread_cache_pages` pages
-// while the thread uses it; decay unmaps a cache's pages once its thread
-// has taken and returned none for a period, and ReleaseIdleCaches() does
-// so at once for caches unused for `idle_for` (idle workers of a pool).
-// A cache's `busy` flag (one uncontended atomic exchange per Allocate or
-// Deallocate) is what lets another thread empty it safely.
+// Thread safety: every member function may run concurrently on any thread;
+// a page may be returned by another thread than the one that took it.
+// Lifetime: an exiting thread's cached pages go to the depot. The
+// destructor unmaps the cached pages; pages still out are leaked (their
+// owner may still use them). `Default()` is never destroyed.
 //
-// Lifetime: a thread that exits hands its cached pages to the depot. The
-// destructor unmaps every cached page; pages still handed out at that time
-// are leaked (asserted in debug builds) since their owner may still use them.
-// `Default()` is never destroyed.
-//
-// Misuse, by build (debug: ARENARPC_DEBUG_CHECKS, on unless NDEBUG):
-//  - a page returned twice: debug and ASan builds abort ("returned twice");
-//    release builds: undefined behaviour (the page is cached twice and
-//    later handed out twice);
-//  - a page of another pool, or memory no pool mapped: debug builds abort
-//    ("not from this pool"); release builds: undefined behaviour (the
-//    memory joins this pool's cache);
-//  - touching a page after returning it: undefined behaviour; under ASan
-//    the cached page is poisoned, so it is reported (use-after-poison);
-//  - destroying a pool with pages still out: debug builds abort ("while
-//    pages are still in use"); release builds leak those pages (defined).
+// Misuse, undefined behaviour in release builds unless said: a page
+// returned twice (debug and ASan builds abort), a page not from this pool
+// (debug builds abort), a page touched after its return (ASan:
+// use-after-poison), a pool destroyed with pages out (debug builds abort;
+// release builds leak those pages).
 #ifndef ARENARPC_PAGE_POOL_H_
 #define ARENARPC_PAGE_POOL_H_
 
@@ -55,22 +35,14 @@
 namespace arenarpc {
 
 struct PagePoolOptions {
-  // Bytes per page: a power of two, at least 4 KiB (the OS page).
-  size_t page_size = size_t{64} << 10;
-  // Pages the depot keeps for reuse; beyond this they go back to the OS.
-  size_t depot_capacity_bytes = size_t{64} << 20;
-  // Pages each thread caches; a full cache moves half of them to the depot.
-  size_t thread_cache_pages = 32;
-  // Decay: once this often, pages that waited in the depot through the
-  // whole period, and the caches of threads that took or returned no page
-  // in it, are unmapped, so what a burst mapped goes back within a few
-  // periods while the process keeps working. 0: off (only the depot bound
-  // and ReleaseIdleCaches() give pages back).
+  size_t page_size = size_t{64} << 10;  // a power of two >= the OS page
+  size_t depot_capacity_bytes = size_t{64} << 20;  // beyond: unmapped
+  size_t thread_cache_pages = 32;  // a full cache sends half to the depot
+  // Depot pages and thread caches unused this long are unmapped (0: never).
   uint32_t idle_decay_ms = 1000;
 };
 
-// A snapshot. Counters are read without stopping other threads, so under
-// concurrent use the fields may be mutually off by a batch.
+// A snapshot; under concurrent use fields may be off by a batch.
 struct PagePoolStats {
   size_t page_size = 0;
   uint64_t pages_in_use = 0;        // handed out and not yet returned
@@ -88,7 +60,7 @@ struct PagePoolStats {
 
 class PagePool final {
  public:
-  // Options are checked by Validate(); invalid ones abort with a message.
+  // Invalid options (Validate()) abort.
   explicit PagePool(const PagePoolOptions& options = {});
   ~PagePool();
   PagePool(const PagePool&) = delete;
@@ -96,50 +68,37 @@ class PagePool final {
 
   static absl::Status Validate(const PagePoolOptions& options);
 
-  // The process-wide pool (used by arenarpc's arenas). Its options are the
-  // ones given to ConfigureDefault() before its first use.
+  // The process-wide pool (arenarpc's arenas use it).
   static PagePool& Default();
-  // Sets the options of Default(). Fails with FailedPrecondition once
-  // Default() has been used, and with InvalidArgument for bad options; on
-  // failure nothing changes.
+  // Sets the options of Default(): FailedPrecondition once it was used,
+  // InvalidArgument for bad options (nothing changes on failure).
   static absl::Status ConfigureDefault(const PagePoolOptions& options);
 
-  // Returns a page of page_size() bytes, aligned to 4 KiB, or nullptr if the
-  // OS refuses memory. Its contents are unspecified.
+  // page_size() bytes, 4 KiB-aligned, contents unspecified; nullptr if the
+  // OS refuses memory.
   void* Allocate();
-  // Returns a page obtained from this pool's Allocate().
-  void Deallocate(void* page);
+  void Deallocate(void* page);  // a page of this pool's Allocate()
 
   size_t page_size() const { return options_.page_size; }
   const PagePoolOptions& options() const { return options_; }
   PagePoolStats Stats() const;
 
-  // Moves the calling thread's cached pages to the depot (e.g. before a
-  // thread goes idle for long).
+  // Moves the calling thread's cached pages to the depot.
   void FlushThreadCache();
   // Unmaps every page in the depot.
   void Trim();
-  // Stats().bytes_held() without the lock: cheap enough for every call.
+  // Stats().bytes_held() without the lock.
   uint64_t BytesHeld() const {
     return (os_allocated_.load(std::memory_order_relaxed) -
             os_released_.load(std::memory_order_relaxed)) *
            options_.page_size;
   }
 
-  // Unmaps the pages cached by every thread whose cache no Allocate or
-  // Deallocate of that thread touched for at least `idle_for`, and returns
-  // the bytes unmapped. Idleness is observed across calls (the fast path
-  // keeps no clock): a cache counts as idle from the first call that finds
-  // it unchanged, so call this periodically (e.g. every idle_for / 2); a
-  // cache last used at time t is released within t + idle_for + two call
-  // periods (bench/arena/idle_caches_bench.cc). `idle_for` of zero
-  // releases every thread cache not in use at this instant (memory
-  // pressure). The threads keep working: an emptied cache refills from the
-  // depot or the OS on its next Allocate. The depot is not touched (see
-  // Trim()).
-  // Thread safety: may be called from any thread, concurrently with
-  // everything else; it never waits for another thread's Allocate or
-  // Deallocate (a cache in use at that instant is skipped).
+  // Unmaps the pages of every thread cache unused for `idle_for` and
+  // returns the bytes unmapped. Idleness is observed across calls (the fast
+  // path keeps no clock): call it periodically (e.g. every idle_for / 2).
+  // Zero: every cache not in use at this instant. The depot is not
+  // touched. Never waits for another thread (a cache in use is skipped).
   size_t ReleaseIdleCaches(std::chrono::milliseconds idle_for);
 
  private:
@@ -157,8 +116,7 @@ class PagePool final {
 
 namespace internal {
 // PagePool::Default().Stats() if it was used, else zeros with the page size
-// it will have: stats readers must not create it (that would fix its
-// options).
+// it will have (reading stats must not create it).
 PagePoolStats DefaultPagePoolStats();
 }  // namespace internal
 

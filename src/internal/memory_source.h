@@ -3,17 +3,10 @@
 //
 //   void* p = arenarpc::internal::MapMemory(len);  // nullptr if refused
 //   arenarpc::internal::UnmapMemory(p, len);
-//
-//   // In a test: fail every 3rd mapping, then put the default back.
 //   MemorySource old = SetMemorySourceForTesting({&FailingMap, &Unmap});
-//   ...
-//   SetMemorySourceForTesting(old);
 //
-// PagePool (pages) and ObjectPool (blocks) call these on their slow paths
-// only, so the indirection costs one relaxed load per batch, not per object.
-// Thread safety: all functions may be called concurrently; a swapped-in
-// source must be thread-safe and able to unmap what the previous one mapped
-// (wrap DefaultMemorySource()).
+// Slow paths only (a load per batch). Thread-safe; a swapped-in source must
+// be too, and unmap what the previous one mapped (wrap DefaultMemorySource()).
 #ifndef ARENARPC_SRC_INTERNAL_MEMORY_SOURCE_H_
 #define ARENARPC_SRC_INTERNAL_MEMORY_SOURCE_H_
 

@@ -4,34 +4,25 @@
 //   ARENARPC_DCHECK(owned, "PagePool::Deallocate: page is not from this pool");
 //   ARENARPC_POISON(p, n);  ARENARPC_UNPOISON(p, n);  // no-ops without ASan
 //
-// ARENARPC_DEBUG_CHECKS defaults to on when NDEBUG is not defined; define it
-// to 0 or 1 to override. The messages name the API that was misused, so a
-// crash report says what went wrong rather than where.
+// ARENARPC_DEBUG_CHECKS: on unless NDEBUG, or as defined (0 or 1). The
+// messages name the API misused: what went wrong, not where.
 #ifndef ARENARPC_INTERNAL_CHECK_H_
 #define ARENARPC_INTERNAL_CHECK_H_
 
-#ifndef ARENARPC_DEBUG_CHECKS
-#ifdef NDEBUG
+#if !defined(ARENARPC_DEBUG_CHECKS) && defined(NDEBUG)
 #define ARENARPC_DEBUG_CHECKS 0
-#else
+#elif !defined(ARENARPC_DEBUG_CHECKS)
 #define ARENARPC_DEBUG_CHECKS 1
 #endif
-#endif
 
-#if defined(__SANITIZE_ADDRESS__)
-#define ARENARPC_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ARENARPC_ASAN 1
-#endif
-#endif
+#include "absl/base/config.h"
 
-#ifdef ARENARPC_ASAN
+#ifdef ABSL_HAVE_ADDRESS_SANITIZER
+#define ARENARPC_ASAN 1
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/lsan_interface.h>
-// Pages come from mmap, which LeakSanitizer does not scan: heap blocks
-// referenced only from a page (a string of a message kept on a pooled
-// arena) would be reported as leaks. Pages are registered while mapped.
+// LeakSanitizer does not scan mmap'd pages, so heap blocks referenced only
+// from a page would be leaks: pages are registered while mapped.
 #define ARENARPC_LSAN_ROOT(p, n) __lsan_register_root_region((p), (n))
 #define ARENARPC_LSAN_UNROOT(p, n) __lsan_unregister_root_region((p), (n))
 #define ARENARPC_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
