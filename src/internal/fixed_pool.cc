@@ -5,23 +5,20 @@
 #include <cstring>
 #include <new>
 #include <thread>
+#include <utility>
 
+#include "arenarpc/object_pool.h"
 #include "src/internal/memory_source.h"
 
 namespace arenarpc::internal {
 namespace {
 
 constexpr uint64_t kBlockMagic = 0x4f424a504f4f4c31;  // "OBJPOOL1"
-constexpr size_t kMinBlockSize = size_t{64} << 10;
-constexpr size_t kMinSlotsPerBlock = 16;
+std::atomic<int> magazine_failures{0};  // FailMagazineAllocationsForTest
 
-size_t RoundUp(size_t n, size_t align) {
-  return (n + align - 1) / align * align;
+void FreeMagazines(Magazine* m) {
+  while (m != nullptr) ::operator delete(std::exchange(m, m->next));
 }
-
-// Test-only: magazine allocations still to fail
-// (FailMagazineAllocationsForTest).
-std::atomic<int> magazine_failures{0};
 
 }  // namespace
 
@@ -32,7 +29,6 @@ void FailMagazineAllocationsForTest(int n) {
 struct FixedPool::BlockHeader {
   uint64_t magic;
   const FixedPool* owner;
-  size_t index;      // in blocks_, guarded by mu_
   uint32_t carved;   // slots handed out of this block so far, guarded by mu_
   uint32_t scratch;  // Trim(): free slots counted in the depot
   // With has_bitmap_: one bit per slot, set while the slot is handed out.
@@ -42,56 +38,47 @@ struct FixedPool::BlockHeader {
 };
 
 FixedPool::FixedPool(size_t slot_size, size_t slot_align,
-                     const FixedPoolOptions& options) {
-  Configure(slot_size, slot_align, options);
-  ready_.store(true, std::memory_order_release);
+                     const ObjectPoolOptions& options)
+    : stride_(Stride(slot_size, slot_align)), align_(slot_align) {
+  Configure(options);
 }
 
 void FixedPool::SetUp() {
-  std::call_once(set_up_once_, [this] {
-    Configure(lazy_slot_size_, lazy_slot_align_, FixedPoolOptions{});
-    ready_.store(true, std::memory_order_release);
-  });
+  std::call_once(set_up_once_, [this] { Configure(ObjectPoolOptions{}); });
 }
 
-void FixedPool::Configure(size_t slot_size, size_t slot_align,
-                          const FixedPoolOptions& options) {
-  magazine_size_ = options.magazine_size;
-  key_ = ThreadSlots::Register(this);
-  ARENARPC_CHECK(slot_align != 0 && (slot_align & (slot_align - 1)) == 0 &&
-                     slot_align <= 4096,
+void FixedPool::Configure(const ObjectPoolOptions& options) {
+  ARENARPC_CHECK(std::has_single_bit(align_) && align_ <= 4096,
                  "ObjectPool: alignment must be a power of two <= 4096");
-  ARENARPC_CHECK(magazine_size_ >= 1 && magazine_size_ <= (1u << 20),
-                 "ObjectPool: magazine_size must be in [1, 2^20]");
+  ARENARPC_CHECK(
+      options.magazine_size >= 1 && options.magazine_size <= (1u << 20),
+      "ObjectPool: magazine_size must be in [1, 2^20]");
   ARENARPC_CHECK(options.block_size <= (size_t{1} << 30),
                  "ObjectPool: block_size must be at most 1 GiB");
-  // A Lazy pool's constructor set the same stride, which fast paths may read
-  // already (ASan builds): no write, no race.
-  const size_t stride = RoundUp(std::max<size_t>(slot_size, 1), slot_align);
-  if (stride_ != stride) stride_ = stride;
-  const size_t header_align = std::max<size_t>(slot_align, 64);
-  block_size_ = std::bit_ceil(std::max(options.block_size, kMinBlockSize));
+  key_ = ThreadSlots::Register(this);
+  magazine_size_ = options.magazine_size;
   has_bitmap_ = ARENARPC_DEBUG_CHECKS;  // this library's build decides
-  for (;;) {
-    size_t header = sizeof(BlockHeader);
-    if (has_bitmap_) {
-      header += sizeof(uint64_t) * ((block_size_ / stride_ + 63) / 64);
-    }
-    header_size_ = RoundUp(header, header_align);
-    slots_per_block_ =
-        block_size_ > header_size_ ? (block_size_ - header_size_) / stride_ : 0;
-    if (slots_per_block_ >= kMinSlotsPerBlock) break;
-    block_size_ *= 2;
+  // At least 64 KiB, and grown until the slots after the header number 16.
+  for (block_size_ =
+           std::bit_ceil(std::max(options.block_size, size_t{1} << 16));
+       ; block_size_ *= 2) {
+    const size_t bitmap =
+        has_bitmap_ ? 8 * ((block_size_ / stride_ + 63) / 64) : 0;
+    header_size_ =
+        Stride(sizeof(BlockHeader) + bitmap, std::max<size_t>(align_, 64));
+    if (block_size_ >= header_size_ + 16 * stride_) break;
   }
-  slots_per_block_ = std::min<size_t>(slots_per_block_, UINT32_MAX);
+  slots_per_block_ =
+      std::min<size_t>((block_size_ - header_size_) / stride_, UINT32_MAX);
   num_shards_ = options.depot_shards;
   if (num_shards_ == 0) {
     num_shards_ = std::clamp(2 * std::thread::hardware_concurrency(), 4u, 64u);
   }
-  num_shards_ = std::clamp(num_shards_, 1u, 1024u);
+  num_shards_ = std::min(num_shards_, 1024u);
   max_empty_per_shard_ =
       (options.max_empty_magazines + num_shards_ - 1) / num_shards_;
   shards_ = std::make_unique<Shard[]>(num_shards_);
+  ready_.store(true, std::memory_order_release);
 }
 
 FixedPool::~FixedPool() {
@@ -101,54 +88,31 @@ FixedPool::~FixedPool() {
   for (ThreadCache* c : caches_) {
     ::operator delete(c->loaded);
     ::operator delete(c->previous);
-    // A thread_local cache belongs to its thread; Lazy pools (the only
-    // users) are never destroyed, so this is for symmetry only.
-    if (!c->in_tls) delete c;
+    if (!c->in_tls) delete c;  // a thread_local one belongs to its thread
   }
-  caches_.clear();
   for (uint32_t i = 0; i < num_shards_; ++i) {
-    Shard& sh = shards_[i];
-    for (Magazine* list : {sh.full, sh.partial, sh.empty}) {
-      while (list != nullptr) {
-        Magazine* next = list->next;
-        ::operator delete(list);
-        list = next;
-      }
-    }
+    FreeMagazines(shards_[i].full);
+    FreeMagazines(shards_[i].partial);
+    FreeMagazines(shards_[i].empty);
   }
   for (BlockHeader* b : blocks_) UnmapBlock(b);
-  blocks_.clear();
 }
 
 // --- blocks ------------------------------------------------------------------
 
 FixedPool::BlockHeader* FixedPool::MapBlock() {
   // Over-map by one block and cut the misaligned ends off.
-  const size_t len = 2 * block_size_;
-  void* raw = MapMemory(len);
+  char* raw = static_cast<char*>(MapMemory(2 * block_size_));
   if (raw == nullptr) return nullptr;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + block_size_ - 1) & ~(block_size_ - 1);
-  if (aligned > start) UnmapMemory(raw, aligned - start);
-  const uintptr_t end = start + len;
-  if (end > aligned + block_size_) {
-    UnmapMemory(reinterpret_cast<void*>(aligned + block_size_),
-                end - (aligned + block_size_));
-  }
-  auto* b = reinterpret_cast<BlockHeader*>(aligned);
-  b->magic = kBlockMagic;
-  b->owner = this;
-  b->index = 0;
-  b->carved = 0;
-  b->scratch = 0;
+  const size_t skip = -reinterpret_cast<uintptr_t>(raw) & (block_size_ - 1);
+  if (skip > 0) UnmapMemory(raw, skip);
+  UnmapMemory(raw + skip + block_size_, block_size_ - skip);
+  auto* b = new (raw + skip) BlockHeader{kBlockMagic, this, 0, 0};
   if (has_bitmap_) {
-    std::atomic<uint64_t>* bits = b->in_use_bits();
-    for (size_t i = 0; i < (slots_per_block_ + 63) / 64; ++i) {
-      new (&bits[i]) std::atomic<uint64_t>(0);
-    }
+    std::uninitialized_value_construct_n(b->in_use_bits(),
+                                         (slots_per_block_ + 63) / 64);
   }
-  ARENARPC_POISON(reinterpret_cast<char*>(aligned) + header_size_,
-                  block_size_ - header_size_);
+  ARENARPC_POISON(raw + skip + header_size_, block_size_ - header_size_);
   return b;
 }
 
@@ -163,7 +127,6 @@ size_t FixedPool::CarveLocked(void** out, size_t n) {
   if (carving_ == nullptr || carving_->carved == slots_per_block_) {
     BlockHeader* b = MapBlock();
     if (b == nullptr) return 0;
-    b->index = blocks_.size();
     blocks_.push_back(b);
     carving_ = b;
   }
@@ -232,9 +195,17 @@ void FixedPool::PutItemsLocked(Shard& sh, void* const* items, size_t n) {
     items += k;
     n -= k;
   }
-  // Out of memory for a magazine: these free slots have nowhere to go and
-  // are never reused (counted; their block is never trimmed).
+  // Out of memory for a magazine: these free slots are never reused
+  // (counted; their block is never trimmed).
   if (n > 0) lost_.fetch_add(n, std::memory_order_relaxed);
+}
+
+void FixedPool::FlushLocked(Shard& sh, ThreadCache* c) {
+  PutItemsLocked(sh, c->loaded->items, c->count());
+  PutItemsLocked(sh, c->previous->items,
+                 c->prev_count.load(std::memory_order_relaxed));
+  c->Load(c->loaded->items, 0, magazine_size_);
+  c->prev_count.store(0, std::memory_order_relaxed);
 }
 
 Magazine* FixedPool::TakeFullLocked(Shard& sh) {
@@ -242,8 +213,7 @@ Magazine* FixedPool::TakeFullLocked(Shard& sh) {
   if (m != nullptr) {
     sh.full = m->next;
   } else if (sh.partial != nullptr && sh.partial->count > 0) {
-    m = sh.partial;
-    sh.partial = nullptr;
+    m = std::exchange(sh.partial, nullptr);
   } else {
     return nullptr;
   }
@@ -268,21 +238,20 @@ Magazine* FixedPool::TakeFullFromAnyShard(ThreadCache* c) {
 ThreadCache* FixedPool::Attach(ThreadCache* c) {
   const bool in_tls = c != nullptr;
   if (!in_tls) c = new (std::nothrow) ThreadCache;
-  if (c == nullptr) return nullptr;  // out of memory: uncached
+  if (c == nullptr) return nullptr;
   c->in_tls = in_tls;
   c->home = next_home_.fetch_add(1, std::memory_order_relaxed) % num_shards_;
-  Shard& sh = shards_[c->home];
   {
+    Shard& sh = shards_[c->home];
     MutexLock lock(&sh.mu);
-    Magazine* loaded = NewMagazineLocked(sh);
-    Magazine* previous = loaded != nullptr ? NewMagazineLocked(sh) : nullptr;
-    if (previous == nullptr) {  // out of memory: uncached, retried next time
-      if (loaded != nullptr) FreeMagazineLocked(sh, loaded);
+    c->loaded = NewMagazineLocked(sh);
+    c->previous = c->loaded != nullptr ? NewMagazineLocked(sh) : nullptr;
+    if (c->previous == nullptr) {  // uncached, retried next time
+      if (c->loaded != nullptr) FreeMagazineLocked(sh, c->loaded);
+      c->loaded = nullptr;
       if (!in_tls) delete c;
       return nullptr;
     }
-    c->loaded = loaded;
-    c->previous = previous;
   }
   c->Load(c->loaded->items, 0, magazine_size_);
   c->prev_count.store(0, std::memory_order_relaxed);
@@ -299,9 +268,7 @@ void FixedPool::Detach(ThreadCache* c) {
   {
     Shard& sh = shards_[c->home];
     MutexLock lock(&sh.mu);
-    PutItemsLocked(sh, c->loaded->items, c->count());
-    PutItemsLocked(sh, c->previous->items,
-                   c->prev_count.load(std::memory_order_relaxed));
+    FlushLocked(sh, c);
     FreeMagazineLocked(sh, c->loaded);
     FreeMagazineLocked(sh, c->previous);
   }
@@ -312,9 +279,7 @@ void FixedPool::Detach(ThreadCache* c) {
   // Back to the constant-initialised state: the next use takes the slow
   // path, whose Attach fails on an exiting thread (uncached from then on).
   c->Load(nullptr, 0, 0);
-  c->prev_count.store(0, std::memory_order_relaxed);
-  c->loaded = nullptr;
-  c->previous = nullptr;
+  c->loaded = c->previous = nullptr;
 }
 
 void FixedPool::OnThreadExit(void* cache) {
@@ -327,51 +292,46 @@ void FixedPool::OnThreadExit(void* cache) {
   Detach(c);
 }
 
+void* FixedPool::AllocateUncached() {
+  for (uint32_t i = 0; i < num_shards_; ++i) {
+    Shard& sh = shards_[i];
+    MutexLock lock(&sh.mu);
+    if ((sh.partial == nullptr || sh.partial->count == 0) &&
+        sh.full != nullptr) {
+      if (sh.partial != nullptr) FreeMagazineLocked(sh, sh.partial);
+      sh.partial = std::exchange(sh.full, sh.full->next);
+    }
+    if (sh.partial != nullptr && sh.partial->count > 0) {
+      --sh.in_depot;
+      return sh.partial->items[--sh.partial->count];
+    }
+  }
+  void* p = nullptr;
+  MutexLock lock(&mu_);
+  CarveLocked(&p, 1);
+  return p;
+}
+
 void* FixedPool::AllocateSlow(ThreadCache* c) {
   Ready();
   if (c == nullptr || c->loaded == nullptr) c = Attach(c);
-  void* p = nullptr;
-  if (c == nullptr) {  // uncached: one slot from the depot or a block
-    for (uint32_t i = 0; i < num_shards_ && p == nullptr; ++i) {
-      Shard& sh = shards_[i];
-      MutexLock lock(&sh.mu);
-      if ((sh.partial == nullptr || sh.partial->count == 0) &&
-          sh.full != nullptr) {
-        if (sh.partial != nullptr) FreeMagazineLocked(sh, sh.partial);
-        sh.partial = sh.full;
-        sh.full = sh.full->next;
-      }
-      if (sh.partial != nullptr && sh.partial->count > 0) {
-        p = sh.partial->items[--sh.partial->count];
-        --sh.in_depot;
-      }
-    }
-    if (p == nullptr) {
-      MutexLock lock(&mu_);
-      if (CarveLocked(&p, 1) == 0) return nullptr;
-    }
-    return p;
+  if (c == nullptr) return AllocateUncached();
+  // The loaded magazine is empty (Pop failed, or just attached).
+  uint32_t n = c->prev_count.load(std::memory_order_relaxed);
+  if (n > 0) {  // the previous magazine still has slots: swap
+    std::swap(c->loaded, c->previous);
+    c->prev_count.store(0, std::memory_order_relaxed);
+  } else if (Magazine* m = TakeFullFromAnyShard(c)) {  // both empty
+    c->previous = c->loaded;  // c->previous went to the shard
+    c->loaded = m;
+    n = m->count;
+  } else {  // the depot is empty: carve
+    MutexLock lock(&mu_);
+    n = static_cast<uint32_t>(CarveLocked(c->loaded->items, magazine_size_));
+    if (n == 0) return nullptr;
   }
-  uint32_t n = c->count();
-  if (n == 0) {
-    const uint32_t prev = c->prev_count.load(std::memory_order_relaxed);
-    if (prev > 0) {  // the previous magazine still has slots: swap
-      std::swap(c->loaded, c->previous);
-      c->prev_count.store(0, std::memory_order_relaxed);
-      n = prev;
-    } else if (Magazine* m = TakeFullFromAnyShard(c)) {  // both empty
-      c->previous = c->loaded;  // c->previous went to the shard
-      c->loaded = m;
-      n = m->count;
-    } else {  // the depot is empty: carve
-      MutexLock lock(&mu_);
-      n = static_cast<uint32_t>(CarveLocked(c->loaded->items, magazine_size_));
-      if (n == 0) return nullptr;
-    }
-  }
-  p = c->loaded->items[n - 1];
   c->Load(c->loaded->items, n - 1, magazine_size_);
-  return p;
+  return c->loaded->items[n - 1];
 }
 
 void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
@@ -402,9 +362,8 @@ void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
       c->previous->next = sh.full;
       sh.full = c->previous;
       AddToDepotLocked(sh, magazine_size_);
-      c->previous = c->loaded;
+      c->previous = std::exchange(c->loaded, fresh);
       c->prev_count.store(n, std::memory_order_relaxed);
-      c->loaded = fresh;
       n = 0;
     }
   }
@@ -418,11 +377,7 @@ void FixedPool::FlushThreadCache() {
   if (c == nullptr) return;
   Shard& sh = shards_[c->home];
   MutexLock lock(&sh.mu);
-  PutItemsLocked(sh, c->loaded->items, c->count());
-  PutItemsLocked(sh, c->previous->items,
-                 c->prev_count.load(std::memory_order_relaxed));
-  c->Load(c->loaded->items, 0, magazine_size_);
-  c->prev_count.store(0, std::memory_order_relaxed);
+  FlushLocked(sh, c);
 }
 
 // --- Trim and Stats ----------------------------------------------------------
@@ -436,27 +391,29 @@ size_t FixedPool::Trim() {
     for (uint32_t i = 0; i < num_shards_; ++i)
       shard_locks.emplace_back(shards_[i].mu);
     MutexLock lock(&mu_);
-    // Count the free slots of each block that sit in the depot; a block whose
-    // every carved slot is there (and whose rest was never carved) is free.
-    for (BlockHeader* b : blocks_) b->scratch = 0;
     // A lambda is checked on its own; it runs under the locks above.
     auto for_each_depot_item =
         [this](auto&& fn) ABSL_NO_THREAD_SAFETY_ANALYSIS {
           for (uint32_t i = 0; i < num_shards_; ++i) {
-            for (Magazine* m = shards_[i].full; m != nullptr; m = m->next) {
+            auto each = [&](const Magazine* m) {
               for (uint32_t k = 0; k < m->count; ++k) fn(i, m->items[k]);
-            }
-            if (Magazine* m = shards_[i].partial) {
-              for (uint32_t k = 0; k < m->count; ++k) fn(i, m->items[k]);
-            }
+            };
+            for (Magazine* m = shards_[i].full; m != nullptr; m = m->next)
+              each(m);
+            if (shards_[i].partial != nullptr) each(shards_[i].partial);
           }
         };
+    // A block whose every carved slot is free in the depot (and whose rest
+    // was never carved) is unmapped.
+    for (BlockHeader* b : blocks_) b->scratch = 0;
     for_each_depot_item([this](uint32_t, void* p) { ++HeaderOf(p)->scratch; });
     constexpr uint32_t kDying = UINT32_MAX;
     for (BlockHeader* b : blocks_) {
       if (b->scratch == b->carved) {
         b->scratch = kDying;
         released.push_back(b);
+        carved_ -= b->carved;
+        if (b == carving_) carving_ = nullptr;
       }
     }
     if (!released.empty()) {
@@ -464,37 +421,18 @@ size_t FixedPool::Trim() {
       for_each_depot_item([&](uint32_t i, void* p) {
         if (HeaderOf(p)->scratch != kDying) keep[i].push_back(p);
       });
+      std::erase_if(blocks_,
+                    [](BlockHeader* b) { return b->scratch == kDying; });
+      blocks_released_ += released.size();
       for (uint32_t i = 0; i < num_shards_; ++i) {
         Shard& sh = shards_[i];
-        for (Magazine* m = sh.full; m != nullptr;) {
-          Magazine* next = m->next;
-          FreeMagazineLocked(sh, m);
-          m = next;
-        }
-        sh.full = nullptr;
-        if (sh.partial != nullptr) FreeMagazineLocked(sh, sh.partial);
-        sh.partial = nullptr;
-        sh.in_depot = 0;
+        while (Magazine* m = TakeFullLocked(sh)) FreeMagazineLocked(sh, m);
         PutItemsLocked(sh, keep[i].data(), keep[i].size());
       }
-      for (BlockHeader* b : released) {
-        BlockHeader* last = blocks_.back();
-        blocks_[b->index] = last;
-        last->index = b->index;
-        blocks_.pop_back();
-        carved_ -= b->carved;
-        if (b == carving_) carving_ = nullptr;
-      }
-      blocks_released_ += released.size();
     }
-    // Spare magazines are memory too.
-    for (uint32_t i = 0; i < num_shards_; ++i) {
+    for (uint32_t i = 0; i < num_shards_; ++i) {  // spares are memory too
       Shard& sh = shards_[i];
-      while (sh.empty != nullptr) {
-        Magazine* next = sh.empty->next;
-        ::operator delete(sh.empty);
-        sh.empty = next;
-      }
+      FreeMagazines(std::exchange(sh.empty, nullptr));
       sh.empty_count = 0;
       sh.peak_full = sh.in_depot / magazine_size_;  // spares start over
     }
@@ -503,27 +441,25 @@ size_t FixedPool::Trim() {
   return released.size() * block_size_;
 }
 
-FixedPoolStats FixedPool::Stats() const {
-  FixedPoolStats s;
-  s.slot_size = stride_;
+ObjectPoolStats FixedPool::Stats() const {
+  ObjectPoolStats s;
+  s.object_stride = stride_;
   if (!ready()) return s;
-  uint64_t in_depot = 0;
   for (uint32_t i = 0; i < num_shards_; ++i) {
     MutexLock lock(&shards_[i].mu);
-    in_depot += shards_[i].in_depot;
+    s.objects_in_depot += shards_[i].in_depot;
   }
   MutexLock lock(&mu_);
-  uint64_t in_threads = 0;
+  s.objects_cached = s.objects_in_depot;
   for (const ThreadCache* c : caches_) {
-    in_threads += c->CountForStats(magazine_size_) +
-                  c->prev_count.load(std::memory_order_relaxed);
+    s.objects_cached += c->CountForStats(magazine_size_) +
+                        c->prev_count.load(std::memory_order_relaxed);
   }
-  s.cached_in_depot = in_depot;
-  s.cached = in_depot + in_threads;
-  s.lost = lost_.load(std::memory_order_relaxed);
-  s.in_use = carved_ > s.cached + s.lost ? carved_ - s.cached - s.lost : 0;
-  s.blocks = blocks_.size();
-  s.bytes_held = s.blocks * block_size_;
+  s.objects_lost = lost_.load(std::memory_order_relaxed);
+  const uint64_t idle = s.objects_cached + s.objects_lost;
+  s.objects_in_use = carved_ > idle ? carved_ - idle : 0;
+  s.blocks_held = blocks_.size();
+  s.bytes_held = s.blocks_held * block_size_;
   s.blocks_released = blocks_released_;
   return s;
 }
@@ -532,20 +468,19 @@ FixedPoolStats FixedPool::Stats() const {
 
 void FixedPool::DebugCheckReturnable(const void* p) const {
   ARENARPC_CHECK(p != nullptr, "ObjectPool::Deallocate(nullptr)");
-  const BlockHeader* b = HeaderOf(p);
+  BlockHeader* b = HeaderOf(p);
   ARENARPC_CHECK(b->magic == kBlockMagic && b->owner == this,
                  "ObjectPool::Delete/Deallocate: object is not from this pool");
   const size_t offset = static_cast<size_t>(static_cast<const char*>(p) -
                                             reinterpret_cast<const char*>(b));
+  const size_t slot = (offset - header_size_) / stride_;
   ARENARPC_CHECK(offset >= header_size_ &&
                      (offset - header_size_) % stride_ == 0 &&
-                     (offset - header_size_) / stride_ < slots_per_block_,
+                     slot < slots_per_block_,
                  "ObjectPool::Delete/Deallocate: not the address of an object");
   if (!has_bitmap_) return;  // a release library: ownership checks only
-  const size_t slot = (offset - header_size_) / stride_;
   const uint64_t bits =
-      const_cast<BlockHeader*>(b)->in_use_bits()[slot / 64].load(
-          std::memory_order_relaxed);
+      b->in_use_bits()[slot / 64].load(std::memory_order_relaxed);
   ARENARPC_CHECK((bits >> (slot % 64)) & 1,
                  "ObjectPool::Delete/Deallocate: object freed twice");
 }
@@ -559,15 +494,12 @@ void FixedPool::DebugMark(const void* p, bool in_use) const {
                       stride_;
   const uint64_t mask = uint64_t{1} << (slot % 64);
   std::atomic<uint64_t>& word = b->in_use_bits()[slot / 64];
-  if (in_use) {
-    const uint64_t old = word.fetch_or(mask, std::memory_order_relaxed);
-    ARENARPC_CHECK(!(old & mask),
-                   "ObjectPool: internal error: slot handed out twice");
-  } else {
-    const uint64_t old = word.fetch_and(~mask, std::memory_order_relaxed);
-    ARENARPC_CHECK(old & mask,
-                   "ObjectPool::Delete/Deallocate: object freed twice");
-  }
+  const uint64_t old = in_use
+                           ? word.fetch_or(mask, std::memory_order_relaxed)
+                           : word.fetch_and(~mask, std::memory_order_relaxed);
+  ARENARPC_CHECK(((old & mask) != 0) != in_use,
+                 in_use ? "ObjectPool: internal error: slot handed out twice"
+                        : "ObjectPool::Delete/Deallocate: object freed twice");
 }
 
 }  // namespace arenarpc::internal
