@@ -18,21 +18,15 @@
 //   #include "arenarpc/metrics.h"
 //   arenarpc::RegisterObjectPoolStats("my.Request", &pool);
 //
-// Design (docs/DESIGN.md, "Objects"): objects live in blocks mapped from
-// the OS and aligned to their size, so a live object costs exactly its size
-// rounded up to its alignment, with no header. Each thread caches free
-// objects as pointers in two "magazines" of 256: New/Delete pop and push
-// one, with no lock, no atomic read-modify-write and without touching the
-// free object, so reuse in any order costs no cache miss inside the pool.
-// Once per 256 operations a thread swaps a whole magazine with its home
-// shard of a global depot (stealing from the others when that is empty);
-// only an empty depot makes it carve new objects.
-//
-// Default() vs instances. Default()'s thread caches are a `thread_local` per
-// type T: its fast path is the pop or push alone. An instance finds this
-// thread's cache through a per-thread "last pool used" entry (one compare),
-// a few instructions more. Default() is constant-initialised (usable from
-// static initialisers and destructors), set up on first use, never destroyed.
+// Design (docs/DESIGN.md, "Objects"): blocks mapped from the OS, aligned to
+// their size, so a live object costs its size rounded up to its alignment,
+// no header. Each thread caches free objects as pointers in two "magazines"
+// of 256: New/Delete pop or push one, with no lock, no atomic
+// read-modify-write and without touching the free object; once per 256
+// operations it swaps a magazine with its shard of a global depot. Default()
+// has a per-type `thread_local` cache (the fastest path), is constant-
+// initialised (usable from static initialisers and destructors) and never
+// destroyed; an instance finds its cache through a "last pool used" entry.
 //
 // Thread safety: every member function may be called from any thread, and
 // an object may be deleted by another thread than the one that made it: the
