@@ -16,15 +16,126 @@ namespace {
 constexpr uint64_t kBlockMagic = 0x4f424a504f4f4c31;  // "OBJPOOL1"
 std::atomic<int> magazine_failures{0};  // FailMagazineAllocationsForTest
 
-void FreeMagazines(Magazine* m) {
-  while (m != nullptr) ::operator delete(std::exchange(m, m->next));
-}
-
 }  // namespace
 
 void FailMagazineAllocationsForTest(int n) {
   magazine_failures.store(n, std::memory_order_relaxed);
 }
+
+struct Magazine {
+  Magazine* next;  // in a depot list
+  uint32_t count;  // valid while in the depot
+  void* items[];   // magazine_size entries
+
+  static void FreeList(Magazine* m) {
+    while (m != nullptr) ::operator delete(std::exchange(m, m->next));
+  }
+};
+
+// A thread pushes to and pops from its home shard, so on a steady workload
+// magazines stay with the core that filled them; an empty home shard steals
+// from the others before new slots are carved.
+struct alignas(64) FixedPool::Shard {
+  Mutex mu;
+  Magazine* full ABSL_GUARDED_BY(mu) = nullptr;  // stack
+  Magazine* partial ABSL_GUARDED_BY(mu) = nullptr;
+  Magazine* empty ABSL_GUARDED_BY(mu) = nullptr;  // spares
+  uint32_t empty_count ABSL_GUARDED_BY(mu) = 0;
+  uint64_t in_depot ABSL_GUARDED_BY(mu) = 0;   // slots in full + partial
+  uint64_t peak_full ABSL_GUARDED_BY(mu) = 0;  // most full since Trim()
+  uint64_t lost ABSL_GUARDED_BY(mu) = 0;       // free slots dropped, see Put
+  uint32_t magazine_size = 0;                  // the pool's
+  uint32_t min_spares = 0;  // its share of max_empty_magazines
+
+  // nullptr if the heap refuses memory; nothing changed then.
+  Magazine* NewMagazine() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    Magazine* m = empty;
+    if (m != nullptr) {
+      empty = m->next;
+      --empty_count;
+    } else {
+      if (__builtin_expect(
+              magazine_failures.load(std::memory_order_relaxed) > 0, 0) &&
+          magazine_failures.fetch_sub(1, std::memory_order_relaxed) > 0) {
+        return nullptr;
+      }
+      // nothrow: a failure must leave the depot and the caches as they were.
+      m = static_cast<Magazine*>(::operator new (
+          sizeof(Magazine) + sizeof(void*) * size_t{magazine_size},
+          std::nothrow));
+      if (m == nullptr) return nullptr;
+    }
+    m->next = nullptr;
+    m->count = 0;
+    return m;
+  }
+  // Keeps `m` as a spare while there are fewer than max(min_spares,
+  // peak_full), else frees it: a depot drained and filled again reuses its
+  // magazines, where freeing and re-allocating them made glibc trim and
+  // re-fault its per-thread arenas (docs/DESIGN_NOTES.md, "The 2-thread
+  // gap"). Trim() frees every spare.
+  void FreeMagazine(Magazine* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (empty_count < min_spares || empty_count < peak_full) {
+      m->next = empty;
+      empty = m;
+      ++empty_count;
+    } else {
+      ::operator delete(m);
+    }
+  }
+  void Add(uint64_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    in_depot += n;
+    peak_full = std::max(peak_full, in_depot / magazine_size);
+  }
+  // Items no magazine can be found for (out of memory) are dropped and
+  // counted: never reused, their block never trimmed.
+  void Put(void* const* items, size_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    while (n > 0) {
+      // A full partial moves to the full stack only once its successor
+      // exists: a failed allocation leaves no magazine in two places.
+      if (partial == nullptr || partial->count == magazine_size) {
+        Magazine* fresh = NewMagazine();
+        if (fresh == nullptr) break;
+        if (partial != nullptr) partial->next = std::exchange(full, partial);
+        partial = fresh;
+      }
+      const size_t k = std::min<size_t>(n, magazine_size - partial->count);
+      std::memcpy(partial->items + partial->count, items, k * sizeof(void*));
+      partial->count += static_cast<uint32_t>(k);
+      Add(k);
+      items += k;
+      n -= k;
+    }
+    lost += n;
+  }
+  // Both of c's magazines; c keeps them, empty.
+  void Flush(ThreadCache* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    Put(c->loaded->items, c->count());
+    Put(c->previous->items, c->prev_count.load(std::memory_order_relaxed));
+    c->Load(c->loaded->items, 0, magazine_size);
+    c->prev_count.store(0, std::memory_order_relaxed);
+  }
+  template <class Fn>
+  void ForEach(Fn fn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {  // each depot item
+    auto each = [&](Magazine* m) {
+      for (uint32_t k = 0; k < m->count; ++k) fn(m->items[k]);
+    };
+    for (Magazine* m = full; m != nullptr; m = m->next) each(m);
+    if (partial != nullptr) each(partial);
+  }
+  Magazine* TakeFull() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {  // or nullptr
+    Magazine* m = full;
+    if (m != nullptr) {
+      full = m->next;
+    } else if (partial != nullptr && partial->count > 0) {
+      m = std::exchange(partial, nullptr);
+    } else {
+      return nullptr;
+    }
+    in_depot -= m->count;
+    return m;
+  }
+};
 
 struct FixedPool::BlockHeader {
   uint64_t magic;
@@ -70,14 +181,17 @@ void FixedPool::Configure(const ObjectPoolOptions& options) {
   }
   slots_per_block_ =
       std::min<size_t>((block_size_ - header_size_) / stride_, UINT32_MAX);
-  num_shards_ = options.depot_shards;
-  if (num_shards_ == 0) {
-    num_shards_ = std::clamp(2 * std::thread::hardware_concurrency(), 4u, 64u);
+  num_shards_ = std::min(
+      options.depot_shards != 0
+          ? options.depot_shards
+          : std::clamp(2 * std::thread::hardware_concurrency(), 4u, 64u),
+      1024u);
+  shards_ = new Shard[num_shards_];
+  for (uint32_t i = 0; i < num_shards_; ++i) {
+    shards_[i].magazine_size = magazine_size_;
+    shards_[i].min_spares =
+        (options.max_empty_magazines + num_shards_ - 1) / num_shards_;
   }
-  num_shards_ = std::min(num_shards_, 1024u);
-  max_empty_per_shard_ =
-      (options.max_empty_magazines + num_shards_ - 1) / num_shards_;
-  shards_ = std::make_unique<Shard[]>(num_shards_);
   ready_.store(true, std::memory_order_release);
 }
 
@@ -91,14 +205,13 @@ FixedPool::~FixedPool() {
     if (!c->in_tls) delete c;  // a thread_local one belongs to its thread
   }
   for (uint32_t i = 0; i < num_shards_; ++i) {
-    FreeMagazines(shards_[i].full);
-    FreeMagazines(shards_[i].partial);
-    FreeMagazines(shards_[i].empty);
+    Magazine::FreeList(shards_[i].full);
+    Magazine::FreeList(shards_[i].partial);
+    Magazine::FreeList(shards_[i].empty);
   }
+  delete[] shards_;
   for (BlockHeader* b : blocks_) UnmapBlock(b);
 }
-
-// --- blocks ------------------------------------------------------------------
 
 FixedPool::BlockHeader* FixedPool::MapBlock() {
   // Over-map by one block and cut the misaligned ends off.
@@ -140,102 +253,20 @@ size_t FixedPool::CarveLocked(void** out, size_t n) {
   return k;
 }
 
-// --- magazines and the depot -------------------------------------------------
-
-Magazine* FixedPool::NewMagazineLocked(Shard& sh) {
-  Magazine* m = sh.empty;
-  if (m != nullptr) {
-    sh.empty = m->next;
-    --sh.empty_count;
-  } else {
-    if (__builtin_expect(magazine_failures.load(std::memory_order_relaxed) > 0,
-                         0) &&
-        magazine_failures.fetch_sub(1, std::memory_order_relaxed) > 0) {
-      return nullptr;
-    }
-    // nothrow: a failure must leave the depot and the caches as they were.
-    m = static_cast<Magazine*>(::operator new (
-        sizeof(Magazine) + sizeof(void*) * size_t{magazine_size_},
-        std::nothrow));
-    if (m == nullptr) return nullptr;
-  }
-  m->next = nullptr;
-  m->count = 0;
-  return m;
-}
-
-void FixedPool::FreeMagazineLocked(Shard& sh, Magazine* m) {
-  if (sh.empty_count < max_empty_per_shard_ || sh.empty_count < sh.peak_full) {
-    m->next = sh.empty;
-    sh.empty = m;
-    ++sh.empty_count;
-  } else {
-    ::operator delete(m);
-  }
-}
-
-void FixedPool::PutItemsLocked(Shard& sh, void* const* items, size_t n) {
-  while (n > 0) {
-    // A full partial moves to the full stack only once its successor
-    // exists: a failed allocation leaves no magazine in two places.
-    if (sh.partial == nullptr || sh.partial->count == magazine_size_) {
-      Magazine* fresh = NewMagazineLocked(sh);
-      if (fresh == nullptr) break;
-      if (sh.partial != nullptr) {
-        sh.partial->next = sh.full;
-        sh.full = sh.partial;
-      }
-      sh.partial = fresh;
-    }
-    const size_t k = std::min<size_t>(n, magazine_size_ - sh.partial->count);
-    std::memcpy(sh.partial->items + sh.partial->count, items,
-                k * sizeof(void*));
-    sh.partial->count += static_cast<uint32_t>(k);
-    AddToDepotLocked(sh, k);
-    items += k;
-    n -= k;
-  }
-  // Out of memory for a magazine: these free slots are never reused
-  // (counted; their block is never trimmed).
-  if (n > 0) lost_.fetch_add(n, std::memory_order_relaxed);
-}
-
-void FixedPool::FlushLocked(Shard& sh, ThreadCache* c) {
-  PutItemsLocked(sh, c->loaded->items, c->count());
-  PutItemsLocked(sh, c->previous->items,
-                 c->prev_count.load(std::memory_order_relaxed));
-  c->Load(c->loaded->items, 0, magazine_size_);
-  c->prev_count.store(0, std::memory_order_relaxed);
-}
-
-Magazine* FixedPool::TakeFullLocked(Shard& sh) {
-  Magazine* m = sh.full;
-  if (m != nullptr) {
-    sh.full = m->next;
-  } else if (sh.partial != nullptr && sh.partial->count > 0) {
-    m = std::exchange(sh.partial, nullptr);
-  } else {
-    return nullptr;
-  }
-  sh.in_depot -= m->count;
-  return m;
-}
-
 Magazine* FixedPool::TakeFullFromAnyShard(ThreadCache* c) {
   for (uint32_t i = 0; i < num_shards_; ++i) {
     Shard& sh = shards_[(c->home + i) % num_shards_];
     MutexLock lock(&sh.mu);
-    if (Magazine* m = TakeFullLocked(sh)) {
-      FreeMagazineLocked(sh, c->previous);
+    if (Magazine* m = sh.TakeFull()) {
+      sh.FreeMagazine(c->previous);
       return m;
     }
   }
   return nullptr;
 }
 
-// --- thread caches -----------------------------------------------------------
-
 ThreadCache* FixedPool::Attach(ThreadCache* c) {
+  Ready();
   const bool in_tls = c != nullptr;
   if (!in_tls) c = new (std::nothrow) ThreadCache;
   if (c == nullptr) return nullptr;
@@ -244,10 +275,10 @@ ThreadCache* FixedPool::Attach(ThreadCache* c) {
   {
     Shard& sh = shards_[c->home];
     MutexLock lock(&sh.mu);
-    c->loaded = NewMagazineLocked(sh);
-    c->previous = c->loaded != nullptr ? NewMagazineLocked(sh) : nullptr;
+    c->loaded = sh.NewMagazine();
+    c->previous = c->loaded != nullptr ? sh.NewMagazine() : nullptr;
     if (c->previous == nullptr) {  // uncached, retried next time
-      if (c->loaded != nullptr) FreeMagazineLocked(sh, c->loaded);
+      if (c->loaded != nullptr) sh.FreeMagazine(c->loaded);
       c->loaded = nullptr;
       if (!in_tls) delete c;
       return nullptr;
@@ -255,22 +286,30 @@ ThreadCache* FixedPool::Attach(ThreadCache* c) {
   }
   c->Load(c->loaded->items, 0, magazine_size_);
   c->prev_count.store(0, std::memory_order_relaxed);
+  {
+    MutexLock lock(&mu_);
+    caches_.push_back(c);
+  }
   if (!ThreadSlots::Set(key_, c)) {  // the thread is exiting: go uncached
-    Detach(c);
+    OnThreadExit(c);
     return nullptr;
   }
-  MutexLock lock(&mu_);
-  caches_.push_back(c);
   return c;
 }
 
-void FixedPool::Detach(ThreadCache* c) {
+void FixedPool::OnThreadExit(void* cache) {
+  auto* c = static_cast<ThreadCache*>(cache);
+  if (last_used_.cache == c) last_used_ = kNone;
+  {
+    MutexLock lock(&mu_);
+    caches_.erase(std::find(caches_.begin(), caches_.end(), c));
+  }
   {
     Shard& sh = shards_[c->home];
     MutexLock lock(&sh.mu);
-    FlushLocked(sh, c);
-    FreeMagazineLocked(sh, c->loaded);
-    FreeMagazineLocked(sh, c->previous);
+    sh.Flush(c);
+    sh.FreeMagazine(c->loaded);
+    sh.FreeMagazine(c->previous);
   }
   if (!c->in_tls) {
     delete c;
@@ -282,23 +321,13 @@ void FixedPool::Detach(ThreadCache* c) {
   c->loaded = c->previous = nullptr;
 }
 
-void FixedPool::OnThreadExit(void* cache) {
-  auto* c = static_cast<ThreadCache*>(cache);
-  if (last_used_.cache == c) last_used_ = kNone;
-  {
-    MutexLock lock(&mu_);
-    caches_.erase(std::find(caches_.begin(), caches_.end(), c));
-  }
-  Detach(c);
-}
-
 void* FixedPool::AllocateUncached() {
   for (uint32_t i = 0; i < num_shards_; ++i) {
     Shard& sh = shards_[i];
     MutexLock lock(&sh.mu);
     if ((sh.partial == nullptr || sh.partial->count == 0) &&
         sh.full != nullptr) {
-      if (sh.partial != nullptr) FreeMagazineLocked(sh, sh.partial);
+      if (sh.partial != nullptr) sh.FreeMagazine(sh.partial);
       sh.partial = std::exchange(sh.full, sh.full->next);
     }
     if (sh.partial != nullptr && sh.partial->count > 0) {
@@ -313,7 +342,6 @@ void* FixedPool::AllocateUncached() {
 }
 
 void* FixedPool::AllocateSlow(ThreadCache* c) {
-  Ready();
   if (c == nullptr || c->loaded == nullptr) c = Attach(c);
   if (c == nullptr) return AllocateUncached();
   // The loaded magazine is empty (Pop failed, or just attached).
@@ -335,12 +363,11 @@ void* FixedPool::AllocateSlow(ThreadCache* c) {
 }
 
 void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
-  Ready();
   if (c == nullptr || c->loaded == nullptr) c = Attach(c);
   if (c == nullptr) {
     Shard& sh = shards_[0];
     MutexLock lock(&sh.mu);
-    PutItemsLocked(sh, &p, 1);
+    sh.Put(&p, 1);
     return;
   }
   uint32_t n = c->count();
@@ -353,15 +380,15 @@ void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
     } else {  // both full: the previous one goes to the depot
       Shard& sh = shards_[c->home];
       MutexLock lock(&sh.mu);
-      Magazine* fresh = NewMagazineLocked(sh);
+      Magazine* fresh = sh.NewMagazine();
       if (fresh == nullptr) {  // out of memory: p alone to the depot
-        PutItemsLocked(sh, &p, 1);
+        sh.Put(&p, 1);
         return;
       }
       c->previous->count = magazine_size_;
       c->previous->next = sh.full;
       sh.full = c->previous;
-      AddToDepotLocked(sh, magazine_size_);
+      sh.Add(magazine_size_);
       c->previous = std::exchange(c->loaded, fresh);
       c->prev_count.store(n, std::memory_order_relaxed);
       n = 0;
@@ -377,10 +404,8 @@ void FixedPool::FlushThreadCache() {
   if (c == nullptr) return;
   Shard& sh = shards_[c->home];
   MutexLock lock(&sh.mu);
-  FlushLocked(sh, c);
+  sh.Flush(c);
 }
-
-// --- Trim and Stats ----------------------------------------------------------
 
 size_t FixedPool::Trim() {
   if (!ready()) return 0;
@@ -391,22 +416,11 @@ size_t FixedPool::Trim() {
     for (uint32_t i = 0; i < num_shards_; ++i)
       shard_locks.emplace_back(shards_[i].mu);
     MutexLock lock(&mu_);
-    // A lambda is checked on its own; it runs under the locks above.
-    auto for_each_depot_item =
-        [this](auto&& fn) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          for (uint32_t i = 0; i < num_shards_; ++i) {
-            auto each = [&](const Magazine* m) {
-              for (uint32_t k = 0; k < m->count; ++k) fn(i, m->items[k]);
-            };
-            for (Magazine* m = shards_[i].full; m != nullptr; m = m->next)
-              each(m);
-            if (shards_[i].partial != nullptr) each(shards_[i].partial);
-          }
-        };
     // A block whose every carved slot is free in the depot (and whose rest
     // was never carved) is unmapped.
     for (BlockHeader* b : blocks_) b->scratch = 0;
-    for_each_depot_item([this](uint32_t, void* p) { ++HeaderOf(p)->scratch; });
+    for (uint32_t i = 0; i < num_shards_; ++i)
+      shards_[i].ForEach([this](void* p) { ++HeaderOf(p)->scratch; });
     constexpr uint32_t kDying = UINT32_MAX;
     for (BlockHeader* b : blocks_) {
       if (b->scratch == b->carved) {
@@ -417,22 +431,22 @@ size_t FixedPool::Trim() {
       }
     }
     if (!released.empty()) {
-      std::vector<std::vector<void*>> keep(num_shards_);
-      for_each_depot_item([&](uint32_t i, void* p) {
-        if (HeaderOf(p)->scratch != kDying) keep[i].push_back(p);
-      });
       std::erase_if(blocks_,
                     [](BlockHeader* b) { return b->scratch == kDying; });
       blocks_released_ += released.size();
       for (uint32_t i = 0; i < num_shards_; ++i) {
         Shard& sh = shards_[i];
-        while (Magazine* m = TakeFullLocked(sh)) FreeMagazineLocked(sh, m);
-        PutItemsLocked(sh, keep[i].data(), keep[i].size());
+        std::vector<void*> keep;
+        sh.ForEach([&](void* p) {
+          if (HeaderOf(p)->scratch != kDying) keep.push_back(p);
+        });
+        while (Magazine* m = sh.TakeFull()) sh.FreeMagazine(m);
+        sh.Put(keep.data(), keep.size());
       }
     }
     for (uint32_t i = 0; i < num_shards_; ++i) {  // spares are memory too
       Shard& sh = shards_[i];
-      FreeMagazines(std::exchange(sh.empty, nullptr));
+      Magazine::FreeList(std::exchange(sh.empty, nullptr));
       sh.empty_count = 0;
       sh.peak_full = sh.in_depot / magazine_size_;  // spares start over
     }
@@ -448,6 +462,7 @@ ObjectPoolStats FixedPool::Stats() const {
   for (uint32_t i = 0; i < num_shards_; ++i) {
     MutexLock lock(&shards_[i].mu);
     s.objects_in_depot += shards_[i].in_depot;
+    s.objects_lost += shards_[i].lost;
   }
   MutexLock lock(&mu_);
   s.objects_cached = s.objects_in_depot;
@@ -455,7 +470,6 @@ ObjectPoolStats FixedPool::Stats() const {
     s.objects_cached += c->CountForStats(magazine_size_) +
                         c->prev_count.load(std::memory_order_relaxed);
   }
-  s.objects_lost = lost_.load(std::memory_order_relaxed);
   const uint64_t idle = s.objects_cached + s.objects_lost;
   s.objects_in_use = carved_ > idle ? carved_ - idle : 0;
   s.blocks_held = blocks_.size();
@@ -464,19 +478,17 @@ ObjectPoolStats FixedPool::Stats() const {
   return s;
 }
 
-// --- debug checks ------------------------------------------------------------
-
 void FixedPool::DebugCheckReturnable(const void* p) const {
   ARENARPC_CHECK(p != nullptr, "ObjectPool::Deallocate(nullptr)");
   BlockHeader* b = HeaderOf(p);
   ARENARPC_CHECK(b->magic == kBlockMagic && b->owner == this,
                  "ObjectPool::Delete/Deallocate: object is not from this pool");
+  // Wraps around below the first slot: caught as too far.
   const size_t offset = static_cast<size_t>(static_cast<const char*>(p) -
-                                            reinterpret_cast<const char*>(b));
-  const size_t slot = (offset - header_size_) / stride_;
-  ARENARPC_CHECK(offset >= header_size_ &&
-                     (offset - header_size_) % stride_ == 0 &&
-                     slot < slots_per_block_,
+                                            reinterpret_cast<const char*>(b)) -
+                        header_size_;
+  const size_t slot = offset / stride_;
+  ARENARPC_CHECK(offset % stride_ == 0 && slot < slots_per_block_,
                  "ObjectPool::Delete/Deallocate: not the address of an object");
   if (!has_bitmap_) return;  // a release library: ownership checks only
   const uint64_t bits =

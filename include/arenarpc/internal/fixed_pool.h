@@ -42,13 +42,7 @@ namespace arenarpc::internal {
 // fail instead, as if the heap were exhausted (0: none). Process-wide.
 void FailMagazineAllocationsForTest(int n);
 
-// An array of free slot pointers; moves between thread caches and the depot
-// by pointer.
-struct Magazine {
-  Magazine* next;  // in a depot list
-  uint32_t count;  // valid while in the depot
-  void* items[];   // magazine_size entries
-};
+struct Magazine;  // an array of free slot pointers, moved by pointer
 
 // One thread's cache for one pool: two magazines (Bonwick's "loaded" and
 // "previous"), the loaded one a stack reached through `top`. Pop and Push
@@ -228,48 +222,13 @@ class FixedPool final : private ThreadSlots::Owner {
   void* AllocateSlow(ThreadCache* c);  // the caller runs OnHandOut
   void DeallocateSlow(ThreadCache* c, void* p);
   void* AllocateUncached();
-  // Gives `c` (nullptr: a new heap cache) magazines and registers it for
-  // this thread; nullptr if out of memory or the thread is exiting.
+  // Sets the pool up, gives `c` (nullptr: a new heap cache) magazines and
+  // registers it for this thread; nullptr if out of memory or the thread is
+  // exiting.
   ThreadCache* Attach(ThreadCache* c);
-  void Detach(ThreadCache* c);  // magazines to the depot
-  void OnThreadExit(void* cache) override;
+  void OnThreadExit(void* cache) override;  // its magazines to the depot
 
-  // A thread pushes to and pops from its home shard, so on a steady
-  // workload magazines stay with the core that filled them; an empty home
-  // shard steals from the others before new slots are carved.
-  struct alignas(64) Shard {
-    Mutex mu;
-    Magazine* full ABSL_GUARDED_BY(mu) = nullptr;  // stack
-    Magazine* partial ABSL_GUARDED_BY(mu) = nullptr;
-    Magazine* empty ABSL_GUARDED_BY(mu) = nullptr;  // spares
-    uint32_t empty_count ABSL_GUARDED_BY(mu) = 0;
-    uint64_t in_depot ABSL_GUARDED_BY(mu) = 0;  // slots in full + partial
-    // The most full magazines the shard held since the last Trim().
-    uint64_t peak_full ABSL_GUARDED_BY(mu) = 0;
-  };
-
-  // nullptr if the heap refuses memory; nothing changed then.
-  Magazine* NewMagazineLocked(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
-  // Keeps `m` as a spare while the shard has fewer than
-  // max(max_empty_per_shard_, peak_full), else frees it: a depot drained
-  // and filled again reuses its magazines, where freeing and re-allocating
-  // them made glibc trim and re-fault its per-thread arenas
-  // (docs/DESIGN_NOTES.md, "The 2-thread gap"). Trim() frees every spare.
-  void FreeMagazineLocked(Shard& s, Magazine* m)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
-  void AddToDepotLocked(Shard& s, uint64_t n)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
-    s.in_depot += n;
-    s.peak_full = std::max(s.peak_full, s.in_depot / magazine_size_);
-  }
-  // Items no magazine can be found for (out of memory) are dropped: lost_.
-  void PutItemsLocked(Shard& s, void* const* items, size_t n)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
-  // Both of c's magazines into the shard; c keeps them, empty.
-  void FlushLocked(Shard& s, ThreadCache* c)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
-  Magazine* TakeFullLocked(Shard& s)  // or nullptr
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  struct Shard;                                    // of the depot
   Magazine* TakeFullFromAnyShard(ThreadCache* c);  // frees c->previous
   size_t CarveLocked(void** out, size_t n)         // 0: no memory
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -291,9 +250,8 @@ class FixedPool final : private ThreadSlots::Owner {
   bool has_bitmap_ = false;  // blocks carry the debug in-use bitmap
   uint32_t num_shards_ = 0;
   uint32_t magazine_size_ = 0;
-  uint32_t max_empty_per_shard_ = 0;
   ThreadSlots::Key key_;
-  std::unique_ptr<Shard[]> shards_;
+  Shard* shards_ = nullptr;  // num_shards_ of them
   std::atomic<uint32_t> next_home_{0};
 
   // Lock order: shards in index order, then mu_ (only Trim nests them).
@@ -303,7 +261,6 @@ class FixedPool final : private ThreadSlots::Owner {
   std::vector<BlockHeader*> blocks_ ABSL_GUARDED_BY(mu_);
   std::vector<ThreadCache*> caches_ ABSL_GUARDED_BY(mu_);  // live ones
   uint64_t blocks_released_ ABSL_GUARDED_BY(mu_) = 0;
-  std::atomic<uint64_t> lost_{0};  // free slots dropped, see PutItemsLocked
 };
 
 }  // namespace arenarpc::internal
