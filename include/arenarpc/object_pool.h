@@ -18,60 +18,43 @@
 //   #include "arenarpc/metrics.h"
 //   arenarpc::RegisterObjectPoolStats("my.Request", &pool);
 //
-// Design. Objects live in blocks (256 KiB by default) mapped from the OS and
-// aligned to their size; a live object costs exactly its size rounded up to
-// its alignment, with no per-object header. Each thread caches free objects
-// as pointers in two "magazines" (arrays of 256 pointers): New/Allocate pops
-// a pointer and Delete/Deallocate pushes one, with no lock, no atomic
-// read-modify-write and without touching the free object's memory, so reuse
-// in any order costs no cache miss inside the pool. When both magazines are
-// empty (full), a thread swaps a whole magazine with its home shard of a
-// global depot under a short lock, once per 256 operations; an empty home
-// shard steals from the others, and only when the whole depot is empty is a
-// new batch carved from the newest block. See docs/DESIGN.md ("Objects") for
-// measurements against malloc implementations.
+// Design (docs/DESIGN.md, "Objects"): blocks mapped from the OS, aligned to
+// their size, so a live object costs its size rounded up to its alignment,
+// no header. Each thread caches free objects as pointers in two "magazines"
+// of 256: New/Delete pop or push one, with no lock, no atomic
+// read-modify-write and without touching the free object; once per 256
+// operations it swaps a magazine with its shard of a global depot. Default()
+// has a per-type `thread_local` cache (the fastest path), is constant-
+// initialised (usable from static initialisers and destructors) and never
+// destroyed; an instance finds its cache through a "last pool used" entry.
 //
-// Default() vs instances. Default()'s thread caches are a `thread_local` per
-// type T, so its fast path is the pop or push alone, a few instructions above
-// a bare pointer stack. An instance finds this thread's cache through a
-// per-thread "last pool used" entry (one generation compare) and a
-// per-instance table behind it, a few instructions more. Default() is
-// constant-initialised (no guard, usable from static initialisers and
-// destructors), set up on first use, and never destroyed.
+// Thread safety: every member function may be called from any thread, and
+// an object may be deleted by another thread than the one that made it: the
+// deleting thread's full magazines go to the depot, where allocating threads
+// take them first, so producer/consumer memory stays bounded by the objects
+// in flight plus the caches (2 * magazine_size per thread, one carved batch).
 //
-// Thread safety: every member function may be called concurrently from any
-// thread. An object may be deleted by another thread than the one that
-// created it: the deleting thread's full magazines go to the depot, where
-// allocating threads take them before carving new memory, so producers and
-// consumers stay bounded by the objects in flight plus the caches (at most
-// 2 * magazine_size objects per thread and one carved batch).
-//
-// Lifetime: a thread that exits hands its cached objects to the depot. An
-// instance must outlive every use of its objects: its destructor unmaps all
-// blocks, including objects not yet deleted, whose destructors do NOT run.
-// Default() lives until the process ends. Trim() unmaps the blocks all of
-// whose objects are free in the depot (it first flushes the calling thread's
-// cache; other threads' caches, at most 512 objects each, keep their blocks
-// alive until they exit or call FlushThreadCache()).
+// Lifetime: an exiting thread hands its cache to the depot. An instance must
+// outlive every use of its objects: its destructor unmaps all blocks, objects
+// not yet deleted included, without running their destructors. Trim() unmaps
+// the blocks all of whose objects are free in the depot (after flushing the
+// calling thread's cache; other threads' caches keep their blocks alive until
+// they exit or call FlushThreadCache()).
 //
 // Misuse, by build (debug: ARENARPC_DEBUG_CHECKS, on unless NDEBUG):
-//  - a double Delete/Deallocate: debug builds abort ("freed twice") before
-//    ~T runs again, and so do ASan builds, optimised or not (a free slot is
-//    poisoned); release builds: undefined behaviour (the slot is cached
-//    twice and later handed out twice);
+//  - a double Delete/Deallocate: debug and ASan builds abort ("freed twice")
+//    before ~T runs again; release: undefined (handed out twice later);
 //  - an object of another pool (Default() included): debug builds abort
-//    ("not from this pool"); release builds: undefined behaviour;
-//  - an address inside a pool's block that is not an object: debug builds
-//    abort ("not the address of an object"); any other address no
-//    ObjectPool handed out is undefined behaviour in every build (the check
-//    reads the would-be block header, which may not be mapped);
-//  - using an object after Delete: undefined behaviour; ASan reports it
-//    (use-after-poison);
+//    ("not from this pool"); release: undefined;
+//  - an address inside a block that is not an object: debug builds abort
+//    ("not the address of an object"); any other address no ObjectPool
+//    handed out is undefined behaviour in every build;
+//  - use after Delete: undefined behaviour; ASan reports use-after-poison;
 //  - destroying an instance with objects alive: defined, see "Lifetime".
 // Out of memory: New() throws std::bad_alloc (aborts without exceptions),
 // Allocate() returns nullptr. If the heap refuses the few KiB of a magazine,
-// the pool stays consistent: a thread works uncached, and a freed object
-// with no magazine to go to is dropped, counted in Stats().objects_lost.
+// a thread works uncached, and a freed object with no magazine to go to is
+// dropped, counted in Stats().objects_lost.
 #ifndef ARENARPC_OBJECT_POOL_H_
 #define ARENARPC_OBJECT_POOL_H_
 
@@ -126,17 +109,6 @@ namespace internal {
 // Removes a destroyed pool from the stats registry (src/metrics.cc); cheap
 // when no pool was ever registered.
 void NotifyObjectPoolDestroyed(const void* pool);
-inline FixedPoolOptions ToFixedPoolOptions(const ObjectPoolOptions& o) {
-  return {o.block_size, o.magazine_size, o.max_empty_magazines, o.depot_shards};
-}
-// Default() pools are built with FixedPoolOptions{}: same defaults.
-static_assert(ObjectPoolOptions{}.block_size == FixedPoolOptions{}.block_size &&
-              ObjectPoolOptions{}.magazine_size ==
-                  FixedPoolOptions{}.magazine_size &&
-              ObjectPoolOptions{}.max_empty_magazines ==
-                  FixedPoolOptions{}.max_empty_magazines &&
-              ObjectPoolOptions{}.depot_shards ==
-                  FixedPoolOptions{}.depot_shards);
 
 // Storage of ObjectPool<T>::Default(): a union, so that no destructor runs
 // at exit (threads and static destructors may still use the pool).
@@ -154,7 +126,7 @@ class ObjectPool {
 
  public:
   explicit ObjectPool(const ObjectPoolOptions& options = {})
-      : pool_(sizeof(T), alignof(T), internal::ToFixedPoolOptions(options)) {}
+      : pool_(sizeof(T), alignof(T), options) {}
   // Unmaps all memory; see "Lifetime" above. Leaves the stats registry
   // (arenarpc/metrics.h) first.
   ~ObjectPool() { internal::NotifyObjectPoolDestroyed(this); }
@@ -205,19 +177,7 @@ class ObjectPool {
     pool_.Deallocate(p);
   }
 
-  ObjectPoolStats Stats() const {
-    const internal::FixedPoolStats f = pool_.Stats();
-    ObjectPoolStats s;
-    s.object_stride = f.slot_size;
-    s.objects_in_use = f.in_use;
-    s.objects_cached = f.cached;
-    s.objects_in_depot = f.cached_in_depot;
-    s.blocks_held = f.blocks;
-    s.bytes_held = f.bytes_held;
-    s.blocks_released = f.blocks_released;
-    s.objects_lost = f.lost;
-    return s;
-  }
+  ObjectPoolStats Stats() const { return pool_.Stats(); }
 
   // Unmaps every block whose objects are all free in the depot, after moving
   // this thread's cache there. Returns the bytes given back to the OS.
@@ -238,14 +198,11 @@ class ObjectPool {
 
   bool IsDefault() const { return this == &Default(); }
 
-  // This thread's Default() cache, addressed through a register. The empty
-  // asm hides where the pointer points, so the compiler computes the TLS
-  // address once per loop and accesses the cache as `offset(%reg)` instead
-  // of `%fs:offset`. Each operation stores the stack pointer the next one
-  // loads; on AMD Zen 4 that chain measured cheaper with the register form
-  // (memory renaming, by inference: docs/DESIGN_NOTES.md, "ObjectPool:
-  // what closes the gap to the floor"). Elsewhere it costs nothing: the address
-  // is hoisted.
+  // This thread's Default() cache, addressed through a register: the empty
+  // asm hides the pointer, so the TLS address is computed once per loop and
+  // the cache accessed as `offset(%reg)`, not `%fs:offset`, which measured
+  // cheaper on AMD Zen 4 and costs nothing elsewhere (docs/DESIGN_NOTES.md,
+  // "ObjectPool: what closes the gap to the floor").
   static internal::ThreadCache* DefaultCache() {
     internal::ThreadCache* c = &default_cache_;
 #if defined(__GNUC__)
@@ -265,10 +222,9 @@ class ObjectPool {
 
   internal::FixedPool pool_;
 
-  // Default()'s cache for this thread. Constant-initialised and trivially
-  // destructible: no TLS guard or wrapper call. The TLS model: see
-  // internal/tls_model.h. The pool attaches magazines on first use and
-  // takes them back at thread exit (ThreadSlots' exit hook).
+  // Default()'s cache for this thread: constinit and trivially destructible,
+  // so no TLS guard or wrapper call. Magazines attach on first use and go
+  // back at thread exit (ThreadSlots' exit hook).
   ARENARPC_TLS_MODEL static inline thread_local constinit internal::ThreadCache
       default_cache_;
 };

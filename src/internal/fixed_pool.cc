@@ -5,23 +5,16 @@
 #include <cstring>
 #include <new>
 #include <thread>
+#include <utility>
 
+#include "arenarpc/object_pool.h"
 #include "src/internal/memory_source.h"
 
 namespace arenarpc::internal {
 namespace {
 
 constexpr uint64_t kBlockMagic = 0x4f424a504f4f4c31;  // "OBJPOOL1"
-constexpr size_t kMinBlockSize = size_t{64} << 10;
-constexpr size_t kMinSlotsPerBlock = 16;
-
-size_t RoundUp(size_t n, size_t align) {
-  return (n + align - 1) / align * align;
-}
-
-// Test-only: magazine allocations still to fail
-// (FailMagazineAllocationsForTest).
-std::atomic<int> magazine_failures{0};
+std::atomic<int> magazine_failures{0};  // FailMagazineAllocationsForTest
 
 }  // namespace
 
@@ -29,10 +22,124 @@ void FailMagazineAllocationsForTest(int n) {
   magazine_failures.store(n, std::memory_order_relaxed);
 }
 
+struct Magazine {
+  Magazine* next;  // in a depot list
+  uint32_t count;  // valid while in the depot
+  void* items[];   // magazine_size entries
+
+  static void FreeList(Magazine* m) {
+    while (m != nullptr) ::operator delete(std::exchange(m, m->next));
+  }
+};
+
+// A thread pushes to and pops from its home shard, so on a steady workload
+// magazines stay with the core that filled them; an empty home shard steals
+// from the others before new slots are carved.
+struct alignas(64) FixedPool::Shard {
+  Mutex mu;
+  Magazine* full ABSL_GUARDED_BY(mu) = nullptr;  // stack
+  Magazine* partial ABSL_GUARDED_BY(mu) = nullptr;
+  Magazine* empty ABSL_GUARDED_BY(mu) = nullptr;  // spares
+  uint32_t empty_count ABSL_GUARDED_BY(mu) = 0;
+  uint64_t in_depot ABSL_GUARDED_BY(mu) = 0;   // slots in full + partial
+  uint64_t peak_full ABSL_GUARDED_BY(mu) = 0;  // most full since Trim()
+  uint64_t lost ABSL_GUARDED_BY(mu) = 0;       // free slots dropped, see Put
+  uint32_t magazine_size = 0;                  // the pool's
+  uint32_t min_spares = 0;  // its share of max_empty_magazines
+
+  // nullptr if the heap refuses memory; nothing changed then.
+  Magazine* NewMagazine() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    Magazine* m = empty;
+    if (m != nullptr) {
+      empty = m->next;
+      --empty_count;
+    } else {
+      if (__builtin_expect(
+              magazine_failures.load(std::memory_order_relaxed) > 0, 0) &&
+          magazine_failures.fetch_sub(1, std::memory_order_relaxed) > 0) {
+        return nullptr;
+      }
+      // nothrow: a failure must leave the depot and the caches as they were.
+      m = static_cast<Magazine*>(::operator new (
+          sizeof(Magazine) + sizeof(void*) * size_t{magazine_size},
+          std::nothrow));
+      if (m == nullptr) return nullptr;
+    }
+    m->next = nullptr;
+    m->count = 0;
+    return m;
+  }
+  // Keeps `m` as a spare while there are fewer than max(min_spares,
+  // peak_full), else frees it: a depot drained and filled again reuses its
+  // magazines, where freeing and re-allocating them made glibc trim and
+  // re-fault its per-thread arenas (docs/DESIGN_NOTES.md, "The 2-thread
+  // gap"). Trim() frees every spare.
+  void FreeMagazine(Magazine* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (empty_count < min_spares || empty_count < peak_full) {
+      m->next = empty;
+      empty = m;
+      ++empty_count;
+    } else {
+      ::operator delete(m);
+    }
+  }
+  void Add(uint64_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    in_depot += n;
+    peak_full = std::max(peak_full, in_depot / magazine_size);
+  }
+  // Items no magazine can be found for (out of memory) are dropped and
+  // counted: never reused, their block never trimmed.
+  void Put(void* const* items, size_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    while (n > 0) {
+      // A full partial moves to the full stack only once its successor
+      // exists: a failed allocation leaves no magazine in two places.
+      if (partial == nullptr || partial->count == magazine_size) {
+        Magazine* fresh = NewMagazine();
+        if (fresh == nullptr) break;
+        if (partial != nullptr) partial->next = std::exchange(full, partial);
+        partial = fresh;
+      }
+      const size_t k = std::min<size_t>(n, magazine_size - partial->count);
+      std::memcpy(partial->items + partial->count, items, k * sizeof(void*));
+      partial->count += static_cast<uint32_t>(k);
+      Add(k);
+      items += k;
+      n -= k;
+    }
+    lost += n;
+  }
+  // Both of c's magazines; c keeps them, empty.
+  void Flush(ThreadCache* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    Put(c->loaded->items, c->count());
+    Put(c->previous->items, c->prev_count.load(std::memory_order_relaxed));
+    c->Load(c->loaded->items, 0, magazine_size);
+    c->prev_count.store(0, std::memory_order_relaxed);
+  }
+  template <class Fn>
+  void ForEach(Fn fn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {  // each depot item
+    auto each = [&](Magazine* m) {
+      for (uint32_t k = 0; k < m->count; ++k) fn(m->items[k]);
+    };
+    for (Magazine* m = full; m != nullptr; m = m->next) each(m);
+    if (partial != nullptr) each(partial);
+  }
+  Magazine* TakeFull() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {  // or nullptr
+    Magazine* m = full;
+    if (m != nullptr) {
+      full = m->next;
+    } else if (partial != nullptr && partial->count > 0) {
+      m = std::exchange(partial, nullptr);
+    } else {
+      return nullptr;
+    }
+    in_depot -= m->count;
+    return m;
+  }
+};
+
 struct FixedPool::BlockHeader {
   uint64_t magic;
   const FixedPool* owner;
-  size_t index;      // in blocks_, guarded by mu_
   uint32_t carved;   // slots handed out of this block so far, guarded by mu_
   uint32_t scratch;  // Trim(): free slots counted in the depot
   // With has_bitmap_: one bit per slot, set while the slot is handed out.
@@ -42,56 +149,50 @@ struct FixedPool::BlockHeader {
 };
 
 FixedPool::FixedPool(size_t slot_size, size_t slot_align,
-                     const FixedPoolOptions& options) {
-  Configure(slot_size, slot_align, options);
-  ready_.store(true, std::memory_order_release);
+                     const ObjectPoolOptions& options)
+    : stride_(Stride(slot_size, slot_align)), align_(slot_align) {
+  Configure(options);
 }
 
 void FixedPool::SetUp() {
-  std::call_once(set_up_once_, [this] {
-    Configure(lazy_slot_size_, lazy_slot_align_, FixedPoolOptions{});
-    ready_.store(true, std::memory_order_release);
-  });
+  std::call_once(set_up_once_, [this] { Configure(ObjectPoolOptions{}); });
 }
 
-void FixedPool::Configure(size_t slot_size, size_t slot_align,
-                          const FixedPoolOptions& options) {
-  magazine_size_ = options.magazine_size;
-  key_ = ThreadSlots::Register(this);
-  ARENARPC_CHECK(slot_align != 0 && (slot_align & (slot_align - 1)) == 0 &&
-                     slot_align <= 4096,
+void FixedPool::Configure(const ObjectPoolOptions& options) {
+  ARENARPC_CHECK(std::has_single_bit(align_) && align_ <= 4096,
                  "ObjectPool: alignment must be a power of two <= 4096");
-  ARENARPC_CHECK(magazine_size_ >= 1 && magazine_size_ <= (1u << 20),
-                 "ObjectPool: magazine_size must be in [1, 2^20]");
+  ARENARPC_CHECK(
+      options.magazine_size >= 1 && options.magazine_size <= (1u << 20),
+      "ObjectPool: magazine_size must be in [1, 2^20]");
   ARENARPC_CHECK(options.block_size <= (size_t{1} << 30),
                  "ObjectPool: block_size must be at most 1 GiB");
-  // A Lazy pool's constructor set the same stride, which fast paths may read
-  // already (ASan builds): no write, no race.
-  const size_t stride = RoundUp(std::max<size_t>(slot_size, 1), slot_align);
-  if (stride_ != stride) stride_ = stride;
-  const size_t header_align = std::max<size_t>(slot_align, 64);
-  block_size_ = std::bit_ceil(std::max(options.block_size, kMinBlockSize));
+  key_ = ThreadSlots::Register(this);
+  magazine_size_ = options.magazine_size;
   has_bitmap_ = ARENARPC_DEBUG_CHECKS;  // this library's build decides
-  for (;;) {
-    size_t header = sizeof(BlockHeader);
-    if (has_bitmap_) {
-      header += sizeof(uint64_t) * ((block_size_ / stride_ + 63) / 64);
-    }
-    header_size_ = RoundUp(header, header_align);
-    slots_per_block_ =
-        block_size_ > header_size_ ? (block_size_ - header_size_) / stride_ : 0;
-    if (slots_per_block_ >= kMinSlotsPerBlock) break;
-    block_size_ *= 2;
+  // At least 64 KiB, and grown until the slots after the header number 16.
+  for (block_size_ =
+           std::bit_ceil(std::max(options.block_size, size_t{1} << 16));
+       ; block_size_ *= 2) {
+    const size_t bitmap =
+        has_bitmap_ ? 8 * ((block_size_ / stride_ + 63) / 64) : 0;
+    header_size_ =
+        Stride(sizeof(BlockHeader) + bitmap, std::max<size_t>(align_, 64));
+    if (block_size_ >= header_size_ + 16 * stride_) break;
   }
-  slots_per_block_ = std::min<size_t>(slots_per_block_, UINT32_MAX);
-  num_shards_ = options.depot_shards;
-  if (num_shards_ == 0) {
-    num_shards_ = std::clamp(2 * std::thread::hardware_concurrency(), 4u, 64u);
+  slots_per_block_ =
+      std::min<size_t>((block_size_ - header_size_) / stride_, UINT32_MAX);
+  num_shards_ = std::min(
+      options.depot_shards != 0
+          ? options.depot_shards
+          : std::clamp(2 * std::thread::hardware_concurrency(), 4u, 64u),
+      1024u);
+  shards_ = new Shard[num_shards_];
+  for (uint32_t i = 0; i < num_shards_; ++i) {
+    shards_[i].magazine_size = magazine_size_;
+    shards_[i].min_spares =
+        (options.max_empty_magazines + num_shards_ - 1) / num_shards_;
   }
-  num_shards_ = std::clamp(num_shards_, 1u, 1024u);
-  max_empty_per_shard_ =
-      (options.max_empty_magazines + num_shards_ - 1) / num_shards_;
-  shards_ = std::make_unique<Shard[]>(num_shards_);
+  ready_.store(true, std::memory_order_release);
 }
 
 FixedPool::~FixedPool() {
@@ -101,54 +202,30 @@ FixedPool::~FixedPool() {
   for (ThreadCache* c : caches_) {
     ::operator delete(c->loaded);
     ::operator delete(c->previous);
-    // A thread_local cache belongs to its thread; Lazy pools (the only
-    // users) are never destroyed, so this is for symmetry only.
-    if (!c->in_tls) delete c;
+    if (!c->in_tls) delete c;  // a thread_local one belongs to its thread
   }
-  caches_.clear();
   for (uint32_t i = 0; i < num_shards_; ++i) {
-    Shard& sh = shards_[i];
-    for (Magazine* list : {sh.full, sh.partial, sh.empty}) {
-      while (list != nullptr) {
-        Magazine* next = list->next;
-        ::operator delete(list);
-        list = next;
-      }
-    }
+    Magazine::FreeList(shards_[i].full);
+    Magazine::FreeList(shards_[i].partial);
+    Magazine::FreeList(shards_[i].empty);
   }
+  delete[] shards_;
   for (BlockHeader* b : blocks_) UnmapBlock(b);
-  blocks_.clear();
 }
-
-// --- blocks ------------------------------------------------------------------
 
 FixedPool::BlockHeader* FixedPool::MapBlock() {
   // Over-map by one block and cut the misaligned ends off.
-  const size_t len = 2 * block_size_;
-  void* raw = MapMemory(len);
+  char* raw = static_cast<char*>(MapMemory(2 * block_size_));
   if (raw == nullptr) return nullptr;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + block_size_ - 1) & ~(block_size_ - 1);
-  if (aligned > start) UnmapMemory(raw, aligned - start);
-  const uintptr_t end = start + len;
-  if (end > aligned + block_size_) {
-    UnmapMemory(reinterpret_cast<void*>(aligned + block_size_),
-                end - (aligned + block_size_));
-  }
-  auto* b = reinterpret_cast<BlockHeader*>(aligned);
-  b->magic = kBlockMagic;
-  b->owner = this;
-  b->index = 0;
-  b->carved = 0;
-  b->scratch = 0;
+  const size_t skip = -reinterpret_cast<uintptr_t>(raw) & (block_size_ - 1);
+  if (skip > 0) UnmapMemory(raw, skip);
+  UnmapMemory(raw + skip + block_size_, block_size_ - skip);
+  auto* b = new (raw + skip) BlockHeader{kBlockMagic, this, 0, 0};
   if (has_bitmap_) {
-    std::atomic<uint64_t>* bits = b->in_use_bits();
-    for (size_t i = 0; i < (slots_per_block_ + 63) / 64; ++i) {
-      new (&bits[i]) std::atomic<uint64_t>(0);
-    }
+    std::uninitialized_value_construct_n(b->in_use_bits(),
+                                         (slots_per_block_ + 63) / 64);
   }
-  ARENARPC_POISON(reinterpret_cast<char*>(aligned) + header_size_,
-                  block_size_ - header_size_);
+  ARENARPC_POISON(raw + skip + header_size_, block_size_ - header_size_);
   return b;
 }
 
@@ -163,7 +240,6 @@ size_t FixedPool::CarveLocked(void** out, size_t n) {
   if (carving_ == nullptr || carving_->carved == slots_per_block_) {
     BlockHeader* b = MapBlock();
     if (b == nullptr) return 0;
-    b->index = blocks_.size();
     blocks_.push_back(b);
     carving_ = b;
   }
@@ -177,144 +253,48 @@ size_t FixedPool::CarveLocked(void** out, size_t n) {
   return k;
 }
 
-// --- magazines and the depot -------------------------------------------------
-
-Magazine* FixedPool::NewMagazineLocked(Shard& sh) {
-  Magazine* m = sh.empty;
-  if (m != nullptr) {
-    sh.empty = m->next;
-    --sh.empty_count;
-  } else {
-    if (__builtin_expect(magazine_failures.load(std::memory_order_relaxed) > 0,
-                         0) &&
-        magazine_failures.fetch_sub(1, std::memory_order_relaxed) > 0) {
-      return nullptr;
-    }
-    // nothrow: a failure must leave the depot and the caches as they were.
-    m = static_cast<Magazine*>(::operator new (
-        sizeof(Magazine) + sizeof(void*) * size_t{magazine_size_},
-        std::nothrow));
-    if (m == nullptr) return nullptr;
-  }
-  m->next = nullptr;
-  m->count = 0;
-  return m;
-}
-
-void FixedPool::FreeMagazineLocked(Shard& sh, Magazine* m) {
-  if (sh.empty_count < max_empty_per_shard_ || sh.empty_count < sh.peak_full) {
-    m->next = sh.empty;
-    sh.empty = m;
-    ++sh.empty_count;
-  } else {
-    ::operator delete(m);
-  }
-}
-
-void FixedPool::PutItemsLocked(Shard& sh, void* const* items, size_t n) {
-  while (n > 0) {
-    // A full partial moves to the full stack only once its successor
-    // exists: a failed allocation leaves no magazine in two places.
-    if (sh.partial == nullptr || sh.partial->count == magazine_size_) {
-      Magazine* fresh = NewMagazineLocked(sh);
-      if (fresh == nullptr) break;
-      if (sh.partial != nullptr) {
-        sh.partial->next = sh.full;
-        sh.full = sh.partial;
-      }
-      sh.partial = fresh;
-    }
-    const size_t k = std::min<size_t>(n, magazine_size_ - sh.partial->count);
-    std::memcpy(sh.partial->items + sh.partial->count, items,
-                k * sizeof(void*));
-    sh.partial->count += static_cast<uint32_t>(k);
-    AddToDepotLocked(sh, k);
-    items += k;
-    n -= k;
-  }
-  // Out of memory for a magazine: these free slots have nowhere to go and
-  // are never reused (counted; their block is never trimmed).
-  if (n > 0) lost_.fetch_add(n, std::memory_order_relaxed);
-}
-
-Magazine* FixedPool::TakeFullLocked(Shard& sh) {
-  Magazine* m = sh.full;
-  if (m != nullptr) {
-    sh.full = m->next;
-  } else if (sh.partial != nullptr && sh.partial->count > 0) {
-    m = sh.partial;
-    sh.partial = nullptr;
-  } else {
-    return nullptr;
-  }
-  sh.in_depot -= m->count;
-  return m;
-}
-
 Magazine* FixedPool::TakeFullFromAnyShard(ThreadCache* c) {
   for (uint32_t i = 0; i < num_shards_; ++i) {
     Shard& sh = shards_[(c->home + i) % num_shards_];
     MutexLock lock(&sh.mu);
-    if (Magazine* m = TakeFullLocked(sh)) {
-      FreeMagazineLocked(sh, c->previous);
+    if (Magazine* m = sh.TakeFull()) {
+      sh.FreeMagazine(c->previous);
       return m;
     }
   }
   return nullptr;
 }
 
-// --- thread caches -----------------------------------------------------------
-
 ThreadCache* FixedPool::Attach(ThreadCache* c) {
+  Ready();
   const bool in_tls = c != nullptr;
   if (!in_tls) c = new (std::nothrow) ThreadCache;
-  if (c == nullptr) return nullptr;  // out of memory: uncached
+  if (c == nullptr) return nullptr;
   c->in_tls = in_tls;
   c->home = next_home_.fetch_add(1, std::memory_order_relaxed) % num_shards_;
-  Shard& sh = shards_[c->home];
-  {
-    MutexLock lock(&sh.mu);
-    Magazine* loaded = NewMagazineLocked(sh);
-    Magazine* previous = loaded != nullptr ? NewMagazineLocked(sh) : nullptr;
-    if (previous == nullptr) {  // out of memory: uncached, retried next time
-      if (loaded != nullptr) FreeMagazineLocked(sh, loaded);
-      if (!in_tls) delete c;
-      return nullptr;
-    }
-    c->loaded = loaded;
-    c->previous = previous;
-  }
-  c->Load(c->loaded->items, 0, magazine_size_);
-  c->prev_count.store(0, std::memory_order_relaxed);
-  if (!ThreadSlots::Set(key_, c)) {  // the thread is exiting: go uncached
-    Detach(c);
-    return nullptr;
-  }
-  MutexLock lock(&mu_);
-  caches_.push_back(c);
-  return c;
-}
-
-void FixedPool::Detach(ThreadCache* c) {
   {
     Shard& sh = shards_[c->home];
     MutexLock lock(&sh.mu);
-    PutItemsLocked(sh, c->loaded->items, c->count());
-    PutItemsLocked(sh, c->previous->items,
-                   c->prev_count.load(std::memory_order_relaxed));
-    FreeMagazineLocked(sh, c->loaded);
-    FreeMagazineLocked(sh, c->previous);
+    c->loaded = sh.NewMagazine();
+    c->previous = c->loaded != nullptr ? sh.NewMagazine() : nullptr;
+    if (c->previous == nullptr) {  // uncached, retried next time
+      if (c->loaded != nullptr) sh.FreeMagazine(c->loaded);
+      c->loaded = nullptr;
+      if (!in_tls) delete c;
+      return nullptr;
+    }
   }
-  if (!c->in_tls) {
-    delete c;
-    return;
-  }
-  // Back to the constant-initialised state: the next use takes the slow
-  // path, whose Attach fails on an exiting thread (uncached from then on).
-  c->Load(nullptr, 0, 0);
+  c->Load(c->loaded->items, 0, magazine_size_);
   c->prev_count.store(0, std::memory_order_relaxed);
-  c->loaded = nullptr;
-  c->previous = nullptr;
+  {
+    MutexLock lock(&mu_);
+    caches_.push_back(c);
+  }
+  if (!ThreadSlots::Set(key_, c)) {  // the thread is exiting: go uncached
+    OnThreadExit(c);
+    return nullptr;
+  }
+  return c;
 }
 
 void FixedPool::OnThreadExit(void* cache) {
@@ -324,63 +304,70 @@ void FixedPool::OnThreadExit(void* cache) {
     MutexLock lock(&mu_);
     caches_.erase(std::find(caches_.begin(), caches_.end(), c));
   }
-  Detach(c);
+  {
+    Shard& sh = shards_[c->home];
+    MutexLock lock(&sh.mu);
+    sh.Flush(c);
+    sh.FreeMagazine(c->loaded);
+    sh.FreeMagazine(c->previous);
+  }
+  if (!c->in_tls) {
+    delete c;
+    return;
+  }
+  // Back to the constant-initialised state: the next use takes the slow
+  // path, whose Attach fails on an exiting thread (uncached from then on).
+  c->Load(nullptr, 0, 0);
+  c->loaded = c->previous = nullptr;
 }
 
-void* FixedPool::AllocateSlow(ThreadCache* c) {
-  Ready();
-  if (c == nullptr || c->loaded == nullptr) c = Attach(c);
+void* FixedPool::AllocateUncached() {
+  for (uint32_t i = 0; i < num_shards_; ++i) {
+    Shard& sh = shards_[i];
+    MutexLock lock(&sh.mu);
+    if ((sh.partial == nullptr || sh.partial->count == 0) &&
+        sh.full != nullptr) {
+      if (sh.partial != nullptr) sh.FreeMagazine(sh.partial);
+      sh.partial = std::exchange(sh.full, sh.full->next);
+    }
+    if (sh.partial != nullptr && sh.partial->count > 0) {
+      --sh.in_depot;
+      return sh.partial->items[--sh.partial->count];
+    }
+  }
   void* p = nullptr;
-  if (c == nullptr) {  // uncached: one slot from the depot or a block
-    for (uint32_t i = 0; i < num_shards_ && p == nullptr; ++i) {
-      Shard& sh = shards_[i];
-      MutexLock lock(&sh.mu);
-      if ((sh.partial == nullptr || sh.partial->count == 0) &&
-          sh.full != nullptr) {
-        if (sh.partial != nullptr) FreeMagazineLocked(sh, sh.partial);
-        sh.partial = sh.full;
-        sh.full = sh.full->next;
-      }
-      if (sh.partial != nullptr && sh.partial->count > 0) {
-        p = sh.partial->items[--sh.partial->count];
-        --sh.in_depot;
-      }
-    }
-    if (p == nullptr) {
-      MutexLock lock(&mu_);
-      if (CarveLocked(&p, 1) == 0) return nullptr;
-    }
-    return p;
-  }
-  uint32_t n = c->count();
-  if (n == 0) {
-    const uint32_t prev = c->prev_count.load(std::memory_order_relaxed);
-    if (prev > 0) {  // the previous magazine still has slots: swap
-      std::swap(c->loaded, c->previous);
-      c->prev_count.store(0, std::memory_order_relaxed);
-      n = prev;
-    } else if (Magazine* m = TakeFullFromAnyShard(c)) {  // both empty
-      c->previous = c->loaded;  // c->previous went to the shard
-      c->loaded = m;
-      n = m->count;
-    } else {  // the depot is empty: carve
-      MutexLock lock(&mu_);
-      n = static_cast<uint32_t>(CarveLocked(c->loaded->items, magazine_size_));
-      if (n == 0) return nullptr;
-    }
-  }
-  p = c->loaded->items[n - 1];
-  c->Load(c->loaded->items, n - 1, magazine_size_);
+  MutexLock lock(&mu_);
+  CarveLocked(&p, 1);
   return p;
 }
 
+void* FixedPool::AllocateSlow(ThreadCache* c) {
+  if (c == nullptr || c->loaded == nullptr) c = Attach(c);
+  if (c == nullptr) return AllocateUncached();
+  // The loaded magazine is empty (Pop failed, or just attached).
+  uint32_t n = c->prev_count.load(std::memory_order_relaxed);
+  if (n > 0) {  // the previous magazine still has slots: swap
+    std::swap(c->loaded, c->previous);
+    c->prev_count.store(0, std::memory_order_relaxed);
+  } else if (Magazine* m = TakeFullFromAnyShard(c)) {  // both empty
+    c->previous = c->loaded;  // c->previous went to the shard
+    c->loaded = m;
+    n = m->count;
+  } else {  // the depot is empty: carve
+    MutexLock lock(&mu_);
+    n = static_cast<uint32_t>(CarveLocked(c->loaded->items, magazine_size_));
+    if (n == 0) return nullptr;
+  }
+  c->Load(c->loaded->items, n - 1, magazine_size_);
+  return c->loaded->items[n - 1];
+}
+
 void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
-  Ready();
   if (c == nullptr || c->loaded == nullptr) c = Attach(c);
   if (c == nullptr) {
     Shard& sh = shards_[0];
     MutexLock lock(&sh.mu);
-    PutItemsLocked(sh, &p, 1);
+    sh.Put(&p, 1);
     return;
   }
   uint32_t n = c->count();
@@ -393,18 +380,17 @@ void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
     } else {  // both full: the previous one goes to the depot
       Shard& sh = shards_[c->home];
       MutexLock lock(&sh.mu);
-      Magazine* fresh = NewMagazineLocked(sh);
+      Magazine* fresh = sh.NewMagazine();
       if (fresh == nullptr) {  // out of memory: p alone to the depot
-        PutItemsLocked(sh, &p, 1);
+        sh.Put(&p, 1);
         return;
       }
       c->previous->count = magazine_size_;
       c->previous->next = sh.full;
       sh.full = c->previous;
-      AddToDepotLocked(sh, magazine_size_);
-      c->previous = c->loaded;
+      sh.Add(magazine_size_);
+      c->previous = std::exchange(c->loaded, fresh);
       c->prev_count.store(n, std::memory_order_relaxed);
-      c->loaded = fresh;
       n = 0;
     }
   }
@@ -418,14 +404,8 @@ void FixedPool::FlushThreadCache() {
   if (c == nullptr) return;
   Shard& sh = shards_[c->home];
   MutexLock lock(&sh.mu);
-  PutItemsLocked(sh, c->loaded->items, c->count());
-  PutItemsLocked(sh, c->previous->items,
-                 c->prev_count.load(std::memory_order_relaxed));
-  c->Load(c->loaded->items, 0, magazine_size_);
-  c->prev_count.store(0, std::memory_order_relaxed);
+  sh.Flush(c);
 }
-
-// --- Trim and Stats ----------------------------------------------------------
 
 size_t FixedPool::Trim() {
   if (!ready()) return 0;
@@ -436,65 +416,37 @@ size_t FixedPool::Trim() {
     for (uint32_t i = 0; i < num_shards_; ++i)
       shard_locks.emplace_back(shards_[i].mu);
     MutexLock lock(&mu_);
-    // Count the free slots of each block that sit in the depot; a block whose
-    // every carved slot is there (and whose rest was never carved) is free.
+    // A block whose every carved slot is free in the depot (and whose rest
+    // was never carved) is unmapped.
     for (BlockHeader* b : blocks_) b->scratch = 0;
-    // A lambda is checked on its own; it runs under the locks above.
-    auto for_each_depot_item =
-        [this](auto&& fn) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          for (uint32_t i = 0; i < num_shards_; ++i) {
-            for (Magazine* m = shards_[i].full; m != nullptr; m = m->next) {
-              for (uint32_t k = 0; k < m->count; ++k) fn(i, m->items[k]);
-            }
-            if (Magazine* m = shards_[i].partial) {
-              for (uint32_t k = 0; k < m->count; ++k) fn(i, m->items[k]);
-            }
-          }
-        };
-    for_each_depot_item([this](uint32_t, void* p) { ++HeaderOf(p)->scratch; });
+    for (uint32_t i = 0; i < num_shards_; ++i)
+      shards_[i].ForEach([this](void* p) { ++HeaderOf(p)->scratch; });
     constexpr uint32_t kDying = UINT32_MAX;
     for (BlockHeader* b : blocks_) {
       if (b->scratch == b->carved) {
         b->scratch = kDying;
         released.push_back(b);
-      }
-    }
-    if (!released.empty()) {
-      std::vector<std::vector<void*>> keep(num_shards_);
-      for_each_depot_item([&](uint32_t i, void* p) {
-        if (HeaderOf(p)->scratch != kDying) keep[i].push_back(p);
-      });
-      for (uint32_t i = 0; i < num_shards_; ++i) {
-        Shard& sh = shards_[i];
-        for (Magazine* m = sh.full; m != nullptr;) {
-          Magazine* next = m->next;
-          FreeMagazineLocked(sh, m);
-          m = next;
-        }
-        sh.full = nullptr;
-        if (sh.partial != nullptr) FreeMagazineLocked(sh, sh.partial);
-        sh.partial = nullptr;
-        sh.in_depot = 0;
-        PutItemsLocked(sh, keep[i].data(), keep[i].size());
-      }
-      for (BlockHeader* b : released) {
-        BlockHeader* last = blocks_.back();
-        blocks_[b->index] = last;
-        last->index = b->index;
-        blocks_.pop_back();
         carved_ -= b->carved;
         if (b == carving_) carving_ = nullptr;
       }
-      blocks_released_ += released.size();
     }
-    // Spare magazines are memory too.
-    for (uint32_t i = 0; i < num_shards_; ++i) {
-      Shard& sh = shards_[i];
-      while (sh.empty != nullptr) {
-        Magazine* next = sh.empty->next;
-        ::operator delete(sh.empty);
-        sh.empty = next;
+    if (!released.empty()) {
+      std::erase_if(blocks_,
+                    [](BlockHeader* b) { return b->scratch == kDying; });
+      blocks_released_ += released.size();
+      for (uint32_t i = 0; i < num_shards_; ++i) {
+        Shard& sh = shards_[i];
+        std::vector<void*> keep;
+        sh.ForEach([&](void* p) {
+          if (HeaderOf(p)->scratch != kDying) keep.push_back(p);
+        });
+        while (Magazine* m = sh.TakeFull()) sh.FreeMagazine(m);
+        sh.Put(keep.data(), keep.size());
       }
+    }
+    for (uint32_t i = 0; i < num_shards_; ++i) {  // spares are memory too
+      Shard& sh = shards_[i];
+      Magazine::FreeList(std::exchange(sh.empty, nullptr));
       sh.empty_count = 0;
       sh.peak_full = sh.in_depot / magazine_size_;  // spares start over
     }
@@ -503,49 +455,44 @@ size_t FixedPool::Trim() {
   return released.size() * block_size_;
 }
 
-FixedPoolStats FixedPool::Stats() const {
-  FixedPoolStats s;
-  s.slot_size = stride_;
+ObjectPoolStats FixedPool::Stats() const {
+  ObjectPoolStats s;
+  s.object_stride = stride_;
   if (!ready()) return s;
-  uint64_t in_depot = 0;
   for (uint32_t i = 0; i < num_shards_; ++i) {
     MutexLock lock(&shards_[i].mu);
-    in_depot += shards_[i].in_depot;
+    s.objects_in_depot += shards_[i].in_depot;
+    s.objects_lost += shards_[i].lost;
   }
   MutexLock lock(&mu_);
-  uint64_t in_threads = 0;
+  s.objects_cached = s.objects_in_depot;
   for (const ThreadCache* c : caches_) {
-    in_threads += c->CountForStats(magazine_size_) +
-                  c->prev_count.load(std::memory_order_relaxed);
+    s.objects_cached += c->CountForStats(magazine_size_) +
+                        c->prev_count.load(std::memory_order_relaxed);
   }
-  s.cached_in_depot = in_depot;
-  s.cached = in_depot + in_threads;
-  s.lost = lost_.load(std::memory_order_relaxed);
-  s.in_use = carved_ > s.cached + s.lost ? carved_ - s.cached - s.lost : 0;
-  s.blocks = blocks_.size();
-  s.bytes_held = s.blocks * block_size_;
+  const uint64_t idle = s.objects_cached + s.objects_lost;
+  s.objects_in_use = carved_ > idle ? carved_ - idle : 0;
+  s.blocks_held = blocks_.size();
+  s.bytes_held = s.blocks_held * block_size_;
   s.blocks_released = blocks_released_;
   return s;
 }
 
-// --- debug checks ------------------------------------------------------------
-
 void FixedPool::DebugCheckReturnable(const void* p) const {
   ARENARPC_CHECK(p != nullptr, "ObjectPool::Deallocate(nullptr)");
-  const BlockHeader* b = HeaderOf(p);
+  BlockHeader* b = HeaderOf(p);
   ARENARPC_CHECK(b->magic == kBlockMagic && b->owner == this,
                  "ObjectPool::Delete/Deallocate: object is not from this pool");
+  // Wraps around below the first slot: caught as too far.
   const size_t offset = static_cast<size_t>(static_cast<const char*>(p) -
-                                            reinterpret_cast<const char*>(b));
-  ARENARPC_CHECK(offset >= header_size_ &&
-                     (offset - header_size_) % stride_ == 0 &&
-                     (offset - header_size_) / stride_ < slots_per_block_,
+                                            reinterpret_cast<const char*>(b)) -
+                        header_size_;
+  const size_t slot = offset / stride_;
+  ARENARPC_CHECK(offset % stride_ == 0 && slot < slots_per_block_,
                  "ObjectPool::Delete/Deallocate: not the address of an object");
   if (!has_bitmap_) return;  // a release library: ownership checks only
-  const size_t slot = (offset - header_size_) / stride_;
   const uint64_t bits =
-      const_cast<BlockHeader*>(b)->in_use_bits()[slot / 64].load(
-          std::memory_order_relaxed);
+      b->in_use_bits()[slot / 64].load(std::memory_order_relaxed);
   ARENARPC_CHECK((bits >> (slot % 64)) & 1,
                  "ObjectPool::Delete/Deallocate: object freed twice");
 }
@@ -559,15 +506,12 @@ void FixedPool::DebugMark(const void* p, bool in_use) const {
                       stride_;
   const uint64_t mask = uint64_t{1} << (slot % 64);
   std::atomic<uint64_t>& word = b->in_use_bits()[slot / 64];
-  if (in_use) {
-    const uint64_t old = word.fetch_or(mask, std::memory_order_relaxed);
-    ARENARPC_CHECK(!(old & mask),
-                   "ObjectPool: internal error: slot handed out twice");
-  } else {
-    const uint64_t old = word.fetch_and(~mask, std::memory_order_relaxed);
-    ARENARPC_CHECK(old & mask,
-                   "ObjectPool::Delete/Deallocate: object freed twice");
-  }
+  const uint64_t old = in_use
+                           ? word.fetch_or(mask, std::memory_order_relaxed)
+                           : word.fetch_and(~mask, std::memory_order_relaxed);
+  ARENARPC_CHECK(((old & mask) != 0) != in_use,
+                 in_use ? "ObjectPool: internal error: slot handed out twice"
+                        : "ObjectPool::Delete/Deallocate: object freed twice");
 }
 
 }  // namespace arenarpc::internal

@@ -8,6 +8,15 @@
 #include <thread>
 
 namespace arenarpc::internal {
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 PointerCache::PointerCache(size_t thread_capacity, size_t depot_capacity,
                            std::chrono::nanoseconds decay_period)
@@ -16,12 +25,8 @@ PointerCache::PointerCache(size_t thread_capacity, size_t depot_capacity,
       batch_(std::max<size_t>(1, thread_capacity / 2)),
       depot_capacity_(depot_capacity),
       decay_period_(std::max(decay_period, std::chrono::nanoseconds(0))),
+      next_decay_ns_(NowNs() + decay_period_.count()),
       key_(ThreadSlots::Register(this)) {
-  next_decay_ns_.store(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          (std::chrono::steady_clock::now() + decay_period_).time_since_epoch())
-          .count(),
-      std::memory_order_relaxed);
   depot_.reserve(std::min<size_t>(depot_capacity_, 1 << 16));
 }
 
@@ -42,10 +47,6 @@ void PointerCache::Shutdown() {
     depot_.clear();
   }
   Destroy(items.data(), items.size());
-}
-
-void PointerCache::Stack::Lock() {
-  while (!TryLock()) std::this_thread::yield();
 }
 
 PointerCache::Stack* PointerCache::StackForThisThread() {
@@ -69,17 +70,8 @@ PointerCache::Stack* PointerCache::StackForThisThread() {
 void* PointerCache::PopSlow(Stack* s) {
   if (s == nullptr) s = StackForThisThread();
   if (s == nullptr) {  // uncached: one item from the depot or Make()
-    {
-      MutexLock lock(&mu_);
-      if (!depot_.empty()) {
-        void* item = depot_.back();
-        depot_.pop_back();
-        depot_low_ = std::min(depot_low_, depot_.size());
-        return item;
-      }
-    }
     void* item = nullptr;
-    return Make(&item, 1) == 1 ? item : nullptr;
+    return FromDepot(&item, 1) == 1 || Make(&item, 1) == 1 ? item : nullptr;
   }
   // Lock order: a stack's busy, then mu_. Make() and the depot may throw
   // (std::bad_alloc): StackLock unlocks the stack then too.
@@ -89,19 +81,21 @@ void* PointerCache::PopSlow(Stack* s) {
     Bump(s->hits);
   } else {
     Bump(s->misses);
-    {
-      MutexLock lock(&mu_);
-      n = std::min(batch_, depot_.size());
-      std::copy(depot_.end() - n, depot_.end(), s->items);
-      depot_.resize(depot_.size() - n);
-      depot_low_ = std::min(depot_low_, depot_.size());
-    }
+    n = FromDepot(s->items, batch_);
     if (n == 0) n = Make(s->items, batch_);
   }
-  void* item = n > 0 ? s->items[n - 1] : nullptr;
-  if (n > 0)
-    s->count.store(static_cast<uint32_t>(n - 1), std::memory_order_relaxed);
-  return item;
+  if (n == 0) return nullptr;
+  s->count.store(static_cast<uint32_t>(n - 1), std::memory_order_relaxed);
+  return s->items[n - 1];
+}
+
+size_t PointerCache::FromDepot(void** out, size_t n) {
+  MutexLock lock(&mu_);
+  n = std::min(n, depot_.size());
+  std::copy(depot_.end() - n, depot_.end(), out);
+  depot_.resize(depot_.size() - n);
+  depot_low_ = std::min(depot_low_, depot_.size());
+  return n;
 }
 
 void PointerCache::PushSlow(Stack* s, void* item) {
@@ -115,8 +109,7 @@ void PointerCache::PushSlow(Stack* s, void* item) {
     StackLock stack_lock(s);
     uint32_t n = s->count.load(std::memory_order_relaxed);
     if (n == thread_capacity_) {
-      // Full: the bottom (coldest) batch goes to the depot, the rest shifts
-      // down.
+      // Full: the bottom (coldest) batch goes to the depot.
       ToDepot(s->items, batch_);
       std::memmove(s->items, s->items + batch_, (n - batch_) * sizeof(void*));
       n -= static_cast<uint32_t>(batch_);
@@ -129,9 +122,7 @@ void PointerCache::PushSlow(Stack* s, void* item) {
 
 void PointerCache::MaybeDecay() {
   if (decay_period_.count() == 0) return;
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = NowNs();
   int64_t next = next_decay_ns_.load(std::memory_order_relaxed);
   if (now < next ||
       !next_decay_ns_.compare_exchange_strong(next, now + decay_period_.count(),
@@ -147,11 +138,6 @@ void PointerCache::MaybeDecay() {
   }
 }
 
-size_t PointerCache::Decay() {
-  bool more = false;
-  return DecayTick(&more);
-}
-
 size_t PointerCache::DecayTick(bool* more) {
   // Runs inside a Push, often in a destructor (a returned message, an
   // arena's pages): allocates nothing, throws nothing, and destroys at
@@ -163,8 +149,7 @@ size_t PointerCache::DecayTick(bool* more) {
     // LIFO: the bottom depot_low_ items are the ones no Pop reached.
     const size_t unreached = std::min(depot_low_, depot_.size());
     n = std::min(unreached, kDecayBatch);
-    std::copy(depot_.begin(), depot_.begin() + static_cast<std::ptrdiff_t>(n),
-              batch);
+    std::copy_n(depot_.begin(), n, batch);
     depot_.erase(depot_.begin(),
                  depot_.begin() + static_cast<std::ptrdiff_t>(n));
     // Unreached ones left wait for the next slice; else every item now in
@@ -209,14 +194,9 @@ void PointerCache::OnThreadExit(void* stack) {
 void PointerCache::FlushThisThread() {
   auto* s = static_cast<Stack*>(ThreadSlots::Get(key_));
   if (s == nullptr) return;
-  s->Lock();
+  StackLock stack_lock(s);
   ToDepot(s->items, s->count.load(std::memory_order_relaxed));
   s->count.store(0, std::memory_order_relaxed);
-  s->Unlock();
-}
-
-size_t PointerCache::ReleaseIdle(std::chrono::nanoseconds idle_for) {
-  return ReleaseIdleStacks(idle_for, ~size_t{0});
 }
 
 size_t PointerCache::ReleaseIdleStacks(std::chrono::nanoseconds idle_for,
@@ -227,14 +207,12 @@ size_t PointerCache::ReleaseIdleStacks(std::chrono::nanoseconds idle_for,
     MutexLock lock(&mu_);
     for (Stack* s : stacks_) {
       if (items.size() >= max_items) break;  // the rest on a later call
-      const uint64_t hits = s->hits.load(std::memory_order_relaxed);
-      const uint64_t misses = s->misses.load(std::memory_order_relaxed);
+      const uint64_t pops = s->hits.load(std::memory_order_relaxed) +
+                            s->misses.load(std::memory_order_relaxed);
       const uint32_t count = s->count.load(std::memory_order_relaxed);
-      // Every Pop changes hits or misses; every Push changes count.
-      if (hits != s->seen_hits || misses != s->seen_misses ||
-          count != s->seen_count) {
-        s->seen_hits = hits;
-        s->seen_misses = misses;
+      // Every Pop counts a hit or a miss; every Push changes count.
+      if (pops != s->seen_pops || count != s->seen_count) {
+        s->seen_pops = pops;
         s->seen_count = count;
         s->unchanged_since = now;
       }

@@ -12,23 +12,15 @@
 //
 // The one mechanism behind PagePool (pages) and the arena pool (Arena
 // objects): a per-thread LIFO stack of `thread_capacity` items; an empty
-// stack refills with a batch (half a stack) from the depot or from Make(); a
-// full one sends its colder half to the depot; the depot keeps at most
-// `depot_capacity` items and Destroy()s the rest. An exiting thread's stack
-// goes to the depot. ReleaseIdle() takes the items of stacks whose thread
-// has not used them for a while (a thread pool's idle workers) and
-// Destroy()s them.
+// stack refills with half a stack from the depot or Make(); a full one sends
+// its colder half to the depot, which keeps at most `depot_capacity` items
+// and Destroy()s the rest. An exiting thread's stack goes to the depot.
 // Decay (a non-zero `decay_period`): what a burst built does not stay for
-// good. Once a period, checked from Push() (a clock read on one push in 16
-// of a thread, and on every slow push), the items that waited in the depot
-// through the whole period (the lowest the depot went since the last tick: no
-// Pop reached them) and the stacks no Pop/Push changed for the period are
-// Destroy()ed; see Decay().
+// good; once a period, checked from Push(), see Decay().
 //
-// Thread safety: Pop/Push/FlushThisThread/DrainDepot/ReleaseIdle/Decay/
-// Stats may be called concurrently from any thread; an item may be pushed by
-// another thread than the one that popped it. Make/Destroy are called
-// without internal locks. A stack is written by its thread under the
+// Thread safety: every public function may be called concurrently, and an
+// item pushed by another thread than the one that popped it. Make/Destroy
+// run without internal locks. A stack is written by its thread under the
 // stack's `busy` flag (an uncontended exchange: ReleaseIdle only ever
 // try-locks it), so another thread can empty it safely.
 // Lifetime: a subclass must call Shutdown() in its destructor (Destroy is
@@ -40,6 +32,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -99,22 +92,22 @@ class PointerCache : private ThreadSlots::Owner {
 
   void FlushThisThread();  // this thread's stack -> depot
   size_t DrainDepot();     // Destroy()s everything in the depot; how many
-  // Destroy()s the items of every thread stack that no Pop/Push changed for
-  // at least `idle_for`, as seen by successive calls (a stack counts as
-  // idle from the first call that finds it unchanged). Zero: every stack
-  // not in use at this instant. Returns the
-  // number of items destroyed. The threads keep working: an emptied stack
-  // refills on its next Pop.
-  size_t ReleaseIdle(std::chrono::nanoseconds idle_for);
-  // One decay tick, whatever the time: Destroy()s the depot's items that
-  // no Pop reached since the previous tick (its lowest size since then; the
-  // bottom of a LIFO depot), at most 64 a tick (the rest on the next, which
-  // Push() then runs after 1/16 of a period), then, if none are left, the
-  // items of stacks unchanged for a period (ReleaseIdle; not without a
-  // period). Allocates nothing for the depot's part and never
-  // throws (it runs in destructors). Returns how many. Push() calls it once
-  // a period when a period is set; tests call it directly.
-  size_t Decay();
+  // Destroy()s the items of every stack no Pop/Push changed for `idle_for`
+  // (counted from the first call that finds it unchanged; zero: every stack
+  // not in use now); returns how many. An emptied stack refills on its
+  // next Pop.
+  size_t ReleaseIdle(std::chrono::nanoseconds idle_for) {
+    return ReleaseIdleStacks(idle_for, ~size_t{0});
+  }
+  // One decay tick, whatever the time: Destroy()s the depot's items no Pop
+  // reached since the last tick (the bottom of a LIFO depot), at most 64
+  // (the rest on a tick 1/16 of a period on), then, if none are left, the
+  // stacks unchanged for a period. Allocates nothing for the depot's part,
+  // never throws (it runs in destructors). Returns how many.
+  size_t Decay() {
+    bool more = false;
+    return DecayTick(&more);
+  }
   PointerCacheStats Stats() const;
 
  protected:
@@ -127,10 +120,8 @@ class PointerCache : private ThreadSlots::Owner {
   void Shutdown();
 
  private:
-  // One per (cache, thread). Only the owning thread writes; Stats()
-  // reads from other threads, hence relaxed atomics updated by load+store.
-  // The stack is a spin lock (its `busy` flag), a capability for the
-  // thread-safety analysis.
+  // One per (cache, thread), a spin lock (`busy`). Only the owning thread
+  // writes the counters; others read them, hence relaxed atomics.
   struct ABSL_LOCKABLE Stack {
     explicit Stack(size_t capacity) : items(new void*[capacity]) {}
     ~Stack() { delete[] items; }
@@ -138,7 +129,9 @@ class PointerCache : private ThreadSlots::Owner {
       return !busy.exchange(true, std::memory_order_acquire);
     }
     // Spins: ReleaseIdle holds it for a copy of `count` items.
-    void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION();
+    void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+      while (!TryLock()) std::this_thread::yield();
+    }
     void Unlock() ABSL_UNLOCK_FUNCTION() {
       busy.store(false, std::memory_order_release);
     }
@@ -148,29 +141,16 @@ class PointerCache : private ThreadSlots::Owner {
     std::atomic<uint64_t> hits{0};
     std::atomic<uint64_t> misses{0};
     void** const items ABSL_PT_GUARDED_BY(this);  // [count - 1]: hottest
-    // ReleaseIdle's view of the stack, guarded by the cache's mu_ (which
-    // an annotation here cannot name).
-    uint64_t seen_hits = 0;
-    uint64_t seen_misses = 0;
+    // ReleaseIdle's view of the stack, guarded by the cache's mu_.
+    uint64_t seen_pops = 0;  // hits + misses
     uint32_t seen_count = 0;
     std::chrono::steady_clock::time_point unchanged_since;
     uint32_t pushes ABSL_GUARDED_BY(this) = 0;  // paces the decay check
   };
 
-  // Holds a stack for its scope: unlocked also when Make() or the depot
-  // throws, or this thread's next Pop/Push would spin forever.
-  class ABSL_SCOPED_LOCKABLE StackLock {
-   public:
-    explicit StackLock(Stack* s) ABSL_EXCLUSIVE_LOCK_FUNCTION(s) : s_(s) {
-      s_->Lock();
-    }
-    ~StackLock() ABSL_UNLOCK_FUNCTION() { s_->Unlock(); }
-    StackLock(const StackLock&) = delete;
-    StackLock& operator=(const StackLock&) = delete;
-
-   private:
-    Stack* const s_;
-  };
+  // Unlocks also when Make() or the depot throws (else this thread's next
+  // Pop/Push would spin forever).
+  using StackLock = ScopedLock<Stack>;
 
   static void Bump(std::atomic<uint64_t>& c) {
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -179,16 +159,15 @@ class PointerCache : private ThreadSlots::Owner {
   Stack* StackForThisThread() ABSL_LOCKS_EXCLUDED(mu_);
   void* PopSlow(Stack* s);
   void PushSlow(Stack* s, void* item);
-  // Destroy()s the overflow.
-  void ToDepot(void* const* items, size_t n) ABSL_LOCKS_EXCLUDED(mu_);
-  // Decay() if a period has passed since the last tick (one caller wins);
-  // the next tick soon if that one left work.
+  void ToDepot(void* const* items, size_t n)  // Destroy()s the overflow
+      ABSL_LOCKS_EXCLUDED(mu_);
+  size_t FromDepot(void** out, size_t n) ABSL_LOCKS_EXCLUDED(mu_);  // <= n
+  // Decay() if a period has passed since the last tick (one caller wins).
   void MaybeDecay() ABSL_LOCKS_EXCLUDED(mu_);
-  // One tick; *more: it stopped at kDecayBatch with unreached depot items
-  // left.
+  // *more: it stopped at kDecayBatch with unreached depot items left.
   size_t DecayTick(bool* more) ABSL_LOCKS_EXCLUDED(mu_);
-  // ReleaseIdle taking stacks until at least max_items items (or memory
-  // for the list ran out); the rest wait for a later call.
+  // ReleaseIdle stopping once it took max_items items (or memory for the
+  // list ran out); the rest wait for a later call.
   size_t ReleaseIdleStacks(std::chrono::nanoseconds idle_for, size_t max_items)
       ABSL_LOCKS_EXCLUDED(mu_);
   static constexpr size_t kDecayBatch = 64;
@@ -197,13 +176,13 @@ class PointerCache : private ThreadSlots::Owner {
   const size_t batch_;
   const size_t depot_capacity_;
   const std::chrono::nanoseconds decay_period_;  // zero: no decay
-  std::atomic<int64_t> next_decay_ns_{0};        // steady clock
+  std::atomic<int64_t> next_decay_ns_;           // steady clock
   const ThreadSlots::Key key_;
 
   mutable Mutex mu_;
   std::vector<void*> depot_ ABSL_GUARDED_BY(mu_);
-  // The depot's lowest size since the last decay tick: its bottom that many
-  // items waited through the whole period.
+  // The depot's lowest size since the last decay tick: that many items at
+  // its bottom waited through the whole period.
   size_t depot_low_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<Stack*> stacks_ ABSL_GUARDED_BY(mu_);  // live thread stacks
   uint64_t retired_hits_ ABSL_GUARDED_BY(mu_) = 0;   // of exited threads

@@ -87,10 +87,10 @@ bool ThreadSlots::Set(Key key, void* value) {
   if (key.index >= a.size) {
     uint32_t size = a.size ? a.size : 8;
     while (size <= key.index) size *= 2;
-    auto* slots = static_cast<Slot*>(std::calloc(size, sizeof(Slot)));
+    auto* slots =
+        static_cast<Slot*>(std::realloc(a.slots, size * sizeof(Slot)));
     if (slots == nullptr) return false;
-    if (a.size) std::memcpy(slots, a.slots, a.size * sizeof(Slot));
-    std::free(a.slots);
+    std::memset(slots + a.size, 0, (size - a.size) * sizeof(Slot));
     a.slots = slots;
     a.size = size;
   }

@@ -1,9 +1,7 @@
 // std::mutex and std::condition_variable as a Clang thread-safety
 // capability, so that -Wthread-safety checks the ABSL_GUARDED_BY rules
-// (libstdc++'s std::mutex is not annotated). Same lock, same cost: every
-// call is an inline forward. Not absl::Mutex: that is another lock
-// implementation (spinning, its own wait queue), needs
-// absl::synchronization linked, and waits with absl::CondVar only.
+// (libstdc++'s std::mutex is not annotated); every call an inline forward.
+// Not absl::Mutex: another lock (spinning, its own wait queue) and library.
 #ifndef ARENARPC_INTERNAL_MUTEX_H_
 #define ARENARPC_INTERNAL_MUTEX_H_
 
@@ -27,8 +25,7 @@ class ABSL_LOCKABLE Mutex {
     return mu_.try_lock();
   }
 
-  // BasicLockable, for std::unique_lock over a run-time set of locks
-  // (code that the analysis cannot follow anyway).
+  // BasicLockable, for std::unique_lock over a run-time set of locks.
   void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
   void unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
 
@@ -37,25 +34,28 @@ class ABSL_LOCKABLE Mutex {
   std::mutex mu_;
 };
 
-// Holds `mu` for its scope, like std::lock_guard.
-class ABSL_SCOPED_LOCKABLE MutexLock {
+// Holds `mu` for its scope, like std::lock_guard; any capability with
+// Lock() and Unlock().
+template <class M>
+class ABSL_SCOPED_LOCKABLE ScopedLock {
  public:
-  explicit MutexLock(Mutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) {
+  explicit ScopedLock(M* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) {
     mu_->Lock();
   }
   // Takes over `mu`, held by the caller (after a TryLock).
-  MutexLock(Mutex* mu, std::adopt_lock_t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu)
+  ScopedLock(M* mu, std::adopt_lock_t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu)
       : mu_(mu) {}
-  ~MutexLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
-  MutexLock(const MutexLock&) = delete;
-  MutexLock& operator=(const MutexLock&) = delete;
+  ~ScopedLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
+  ScopedLock(const ScopedLock&) = delete;
+  ScopedLock& operator=(const ScopedLock&) = delete;
 
  private:
-  Mutex* const mu_;
+  M* const mu_;
 };
+using MutexLock = ScopedLock<Mutex>;
 
-// std::condition_variable on a Mutex. No predicate overloads: the analysis
-// cannot see that a predicate runs under the lock, so callers loop.
+// No predicate overloads: the analysis cannot see that a predicate runs
+// under the lock, so callers loop.
 class CondVar {
  public:
   void Wait(Mutex* mu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {

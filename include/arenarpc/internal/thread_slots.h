@@ -3,31 +3,27 @@
 //   class MyPool : public arenarpc::internal::ThreadSlots::Owner {
 //     MyPool() : key_(ThreadSlots::Register(this)) {}
 //     ~MyPool() { ThreadSlots::Unregister(key_); /* then free every cache */ }
-//     Cache* cache() {
+//     Cache* cache() {  // SlowPath: new Cache, ThreadSlots::Set(key_, it)
 //       auto* c = static_cast<Cache*>(ThreadSlots::Get(key_));
-//       return c ? c : SlowPath();  // SlowPath: new Cache;
-//       ThreadSlots::Set(key_, c)
+//       return c != nullptr ? c : SlowPath();
 //     }
 //     void OnThreadExit(void* cache) override;  // drain and free the cache
 //   };
 //
 // C++ `thread_local` is per type, not per object; pools are objects. Each
-// owner gets a key {index, generation}; every thread keeps a small array of
-// {generation, value} indexed by key.index. A lookup is one TLS load, one
-// bounds check and one generation compare, with no locks and no guard
-// variable. The generation makes a key reused by a later owner miss instead
-// of returning a dead owner's cache.
+// owner gets a key {index, generation}; every thread keeps an array of
+// {generation, value} indexed by key.index. A lookup is one TLS load, a
+// bounds check and a generation compare, no lock: the generation makes a key
+// reused by a later owner miss instead of returning a dead owner's cache.
 //
-// Thread safety: Register/Unregister/Set may be called from any thread. Get
+// Thread safety: Register/Unregister/Set may be called from any thread; Get
 // and Set touch only the calling thread's array.
-// Lifetime: when a thread exits, OnThreadExit(value) is called for each of
-// its live slots whose owner is still registered. The hook runs with no
-// ThreadSlots lock held (exits of many threads run in parallel, and a hook
-// may make and destroy pools); it pins its owner, and Unregister waits for
-// running hooks, so an owner never sees OnThreadExit after Unregister
-// returns. Unregistering an owner from its own OnThreadExit is an error
-// (checked). Once a thread has run its exit hook, Get returns nullptr and
-// Set returns false for it: callers must then bypass their cache.
+// Lifetime: when a thread exits, OnThreadExit(value) runs for each of its
+// slots whose owner is still registered, with no ThreadSlots lock held (a
+// hook may make and destroy pools); Unregister waits for running hooks, so
+// no OnThreadExit follows it. Unregistering an owner from its own hook is
+// an error (checked). After its exit hook, a thread's Get returns nullptr
+// and Set false: callers must then bypass their cache.
 #ifndef ARENARPC_INTERNAL_THREAD_SLOTS_H_
 #define ARENARPC_INTERNAL_THREAD_SLOTS_H_
 
@@ -83,7 +79,6 @@ class ThreadSlots {
   friend struct ThreadExitHook;
 
   // Trivially destructible and constant-initialised: no TLS wrapper call.
-  // The TLS model: see tls_model.h (dlopen'ed libraries must work).
   ARENARPC_TLS_MODEL static inline thread_local constinit Array array_{
       nullptr, 0, false};
 };
