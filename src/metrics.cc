@@ -3,7 +3,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,25 +18,16 @@
 namespace arenarpc {
 namespace {
 
-struct MessagePoolEntry {
-  std::string name;
-  bool used_by_grpc;
-  MessagePoolStats (*stats)(const void*);
-  const void* pool;
-};
-
-struct ObjectPoolEntry {
-  std::string name;
-  ObjectPoolStats (*stats)(const void*);
-  const void* pool;
-};
+// A registered pool and how to read it.
+template <class Named>
+using Entries = std::vector<std::pair<const void*, std::function<Named()>>>;
 
 // Readers hold `mu` while they read a pool, and a destroyed pool leaves under
 // `mu` before any of it is gone, so none is read after its destruction.
 struct Registry {
   internal::Mutex mu;
-  std::vector<MessagePoolEntry> message_pools ABSL_GUARDED_BY(mu);
-  std::vector<ObjectPoolEntry> object_pools ABSL_GUARDED_BY(mu);
+  Entries<NamedMessagePoolStats> message_pools ABSL_GUARDED_BY(mu);
+  Entries<NamedObjectPoolStats> object_pools ABSL_GUARDED_BY(mu);
 };
 
 Registry& GetRegistry() {
@@ -45,220 +38,195 @@ Registry& GetRegistry() {
 // Set once an ObjectPool registers: until then a destructor takes no lock.
 std::atomic<bool> object_pool_registered{false};
 
-void UnregisterMessagePool(const void* pool) {
+template <class Named>
+void Unregister(Entries<Named> Registry::*entries, const void* pool) {
   Registry& r = GetRegistry();
   internal::MutexLock lock(&r.mu);
-  std::erase_if(r.message_pools,
-                [pool](const MessagePoolEntry& e) { return e.pool == pool; });
+  std::erase_if(r.*entries, [pool](const auto& e) { return e.first == pool; });
 }
 
-std::string PoolLabel(const std::string& name) {
-  return absl::StrCat("pool=\"", internal::PrometheusEscape(name), "\"");
+void UnregisterMessagePool(const void* pool) {
+  Unregister(&Registry::message_pools, pool);
 }
 
-// One family per field, one sample per registered pool.
+// Under the lock: a pool being destroyed waits in Unregister() until this
+// read is done (Stats() is cheap: no walk of messages or objects).
+template <class Named>
+std::vector<Named> ReadAll(Entries<Named> Registry::*entries) {
+  Registry& r = GetRegistry();
+  internal::MutexLock lock(&r.mu);
+  std::vector<Named> out;
+  out.reserve((r.*entries).size());
+  for (const auto& [pool, read] : r.*entries) out.push_back(read());
+  return out;
+}
+
+// One family per field, one sample per registered pool (label pool="...").
 template <class Stats>
 struct PoolField {
   const char* name;
-  const char* type;
   const char* help;
   uint64_t Stats::*field;
 };
 
 template <class Named, class Stats, size_t N>
-void AppendPools(internal::PrometheusWriter& w, const std::vector<Named>& pools,
+void AppendPools(internal::PrometheusWriter& w, const char* prefix,
+                 const std::vector<Named>& pools,
                  const PoolField<Stats> (&fields)[N]) {
   if (pools.empty()) return;
   for (const PoolField<Stats>& f : fields) {
-    w.Family(f.name, f.type, f.help);
+    const std::string name = absl::StrCat(prefix, f.name);
+    w.Family(name, f.help);
     for (const Named& p : pools) {
-      w.Sample(f.name, PoolLabel(p.name), p.stats.*f.field);
+      w.Sample(
+          name,
+          absl::StrCat("pool=\"", internal::PrometheusEscape(p.name), "\""),
+          p.stats.*f.field);
     }
   }
 }
 
-void AppendPagePool(internal::PrometheusWriter& w) {
-  const PagePoolStats pp = internal::DefaultPagePoolStats();
-  w.One("arenarpc_page_pool_page_size_bytes", "gauge",
-        "Bytes per page of the default page pool.", pp.page_size);
-  w.One("arenarpc_page_pool_pages_in_use", "gauge",
-        "Pages handed out and not yet returned.", pp.pages_in_use);
-  w.One("arenarpc_page_pool_pages_cached", "gauge",
-        "Pages kept for reuse in thread caches and the depot.",
-        pp.pages_cached);
-  w.One("arenarpc_page_pool_pages_in_depot", "gauge",
-        "Pages kept for reuse in the shared depot.", pp.pages_in_depot);
-  w.One("arenarpc_page_pool_bytes_held", "gauge",
-        "Bytes mapped from the OS now (in use plus cached).", pp.bytes_held());
-  w.One("arenarpc_page_pool_os_pages_allocated_total", "counter",
-        "Pages mapped from the OS.", pp.os_pages_allocated);
-  w.One("arenarpc_page_pool_os_pages_released_total", "counter",
-        "Pages unmapped.", pp.os_pages_released);
-  w.One("arenarpc_page_pool_cache_hits_total", "counter",
-        "Allocations served by a thread cache.", pp.cache_hits);
-  w.One("arenarpc_page_pool_cache_misses_total", "counter",
-        "Allocations served by the depot or the OS.", pp.cache_misses);
-}
+using M = MessagePoolStats;
+constexpr PoolField<M> kMessagePoolFields[] = {
+    {"acquisitions_total", "Messages acquired.", &M::acquisitions},
+    {"reuse_hits_total", "Acquisitions served by an existing instance.",
+     &M::reuse_hits},
+    {"created_total", "Instances built.", &M::created},
+    {"evicted_by_guard_total",
+     "Instances rebuilt on return: held content above the bound.",
+     &M::evicted_by_guard},
+    {"rebuilt_garbage_total",
+     "Instances rebuilt on return: abandoned arena bytes over the limit.",
+     &M::rebuilt_garbage},
+    {"rebuilt_aged_total", "Instances rebuilt after rebuild_every uses.",
+     &M::rebuilt_aged},
+    {"rebuilt_after_exception_total",
+     "Instances destroyed on return: an exception interrupted their use.",
+     &M::rebuilt_after_exception},
+    {"fresh_arena_returns_total",
+     "Returns that reset the instance's arena: Clear() cannot keep the type.",
+     &M::fresh_arena_returns},
+    {"large_on_arena_total",
+     "ParseFrom() inputs above the bound parsed on a fresh arena instead of "
+     "the heap instance.",
+     &M::large_on_arena},
+    {"unrouted_large_total",
+     "Heap instances that held content above the bound not parsed by "
+     "ParseFrom(); each turns heap instances off for a while.",
+     &M::unrouted_large},
+    {"dropped_idle_total",
+     "Idle instances destroyed: idle bound, decay or trimming.",
+     &M::dropped_idle},
+    {"in_use", "Messages on loan.", &M::in_use},
+    {"idle", "Instances kept for reuse.", &M::idle},
+    {"bound_bytes", "The growth guard's current bound.", &M::bound_bytes},
+    {"retained_bytes", "Arena bytes held by idle instances.",
+     &M::retained_bytes},
+    {"kept_percent",
+     "Share of an instance's arena bytes a use did not allocate again.",
+     &M::kept_percent},
+};
 
-void AppendArenas(internal::PrometheusWriter& w) {
-  const ArenaStats as = GetArenaStats();
-  w.One("arenarpc_arena_acquired_total", "counter", "ScopedArenas constructed.",
-        as.arenas_acquired);
-  w.One("arenarpc_arena_created_total", "counter",
-        "protobuf Arena objects built.", as.arenas_created);
-  w.One("arenarpc_arena_idle", "gauge", "Arenas kept for reuse.",
-        as.arenas_idle);
-  w.One("arenarpc_arena_heap_blocks_total", "counter",
-        "Oversize arena blocks taken from the heap.", as.blocks_from_heap);
-  w.One("arenarpc_arena_heap_bytes_total", "counter",
-        "Bytes of oversize arena blocks.", as.bytes_from_heap);
-  w.One("arenarpc_arena_heap_fallback_blocks_total", "counter",
-        "Arena pages taken from the heap because the page pool had none.",
-        as.blocks_from_heap_fallback);
-}
-
-void AppendMessagePools(internal::PrometheusWriter& w) {
-  static constexpr PoolField<MessagePoolStats> kFields[] = {
-      {"arenarpc_message_pool_acquisitions_total", "counter",
-       "Messages acquired.", &MessagePoolStats::acquisitions},
-      {"arenarpc_message_pool_reuse_hits_total", "counter",
-       "Acquisitions served by an existing instance.",
-       &MessagePoolStats::reuse_hits},
-      {"arenarpc_message_pool_created_total", "counter", "Instances built.",
-       &MessagePoolStats::created},
-      {"arenarpc_message_pool_evicted_by_guard_total", "counter",
-       "Instances rebuilt on return: held content above the bound.",
-       &MessagePoolStats::evicted_by_guard},
-      {"arenarpc_message_pool_rebuilt_garbage_total", "counter",
-       "Instances rebuilt on return: abandoned arena bytes over the limit.",
-       &MessagePoolStats::rebuilt_garbage},
-      {"arenarpc_message_pool_rebuilt_aged_total", "counter",
-       "Instances rebuilt after rebuild_every uses.",
-       &MessagePoolStats::rebuilt_aged},
-      {"arenarpc_message_pool_rebuilt_after_exception_total", "counter",
-       "Instances destroyed on return: an exception interrupted their use.",
-       &MessagePoolStats::rebuilt_after_exception},
-      {"arenarpc_message_pool_fresh_arena_returns_total", "counter",
-       "Returns that reset the instance's arena: Clear() cannot keep the "
-       "type.",
-       &MessagePoolStats::fresh_arena_returns},
-      {"arenarpc_message_pool_large_on_arena_total", "counter",
-       "ParseFrom() inputs above the bound parsed on a fresh arena instead "
-       "of the heap instance.",
-       &MessagePoolStats::large_on_arena},
-      {"arenarpc_message_pool_unrouted_large_total", "counter",
-       "Heap instances that held content above the bound not parsed by "
-       "ParseFrom(); each turns heap instances off for a while.",
-       &MessagePoolStats::unrouted_large},
-      {"arenarpc_message_pool_dropped_idle_total", "counter",
-       "Idle instances destroyed: idle bound, decay or trimming.",
-       &MessagePoolStats::dropped_idle},
-      {"arenarpc_message_pool_in_use", "gauge", "Messages on loan.",
-       &MessagePoolStats::in_use},
-      {"arenarpc_message_pool_idle", "gauge", "Instances kept for reuse.",
-       &MessagePoolStats::idle},
-      {"arenarpc_message_pool_bound_bytes", "gauge",
-       "The growth guard's current bound.", &MessagePoolStats::bound_bytes},
-      {"arenarpc_message_pool_retained_bytes", "gauge",
-       "Arena bytes held by idle instances.",
-       &MessagePoolStats::retained_bytes},
-      {"arenarpc_message_pool_kept_percent", "gauge",
-       "Share of an instance's arena bytes a use did not allocate again.",
-       &MessagePoolStats::kept_percent},
-  };
-  AppendPools(w, GetMessagePoolStats(), kFields);
-}
-
-void AppendObjectPools(internal::PrometheusWriter& w) {
-  // size_t and uint64_t are one type on the LP64 targets arenarpc builds on.
-  static constexpr PoolField<ObjectPoolStats> kFields[] = {
-      {"arenarpc_object_pool_object_stride_bytes", "gauge",
-       "Bytes per object slot.", &ObjectPoolStats::object_stride},
-      {"arenarpc_object_pool_objects_in_use", "gauge",
-       "Objects created and not yet deleted.",
-       &ObjectPoolStats::objects_in_use},
-      {"arenarpc_object_pool_objects_cached", "gauge",
-       "Free objects in thread caches and the depot.",
-       &ObjectPoolStats::objects_cached},
-      {"arenarpc_object_pool_objects_in_depot", "gauge",
-       "Free objects in the shared depot.", &ObjectPoolStats::objects_in_depot},
-      {"arenarpc_object_pool_blocks_held", "gauge", "Blocks mapped now.",
-       &ObjectPoolStats::blocks_held},
-      {"arenarpc_object_pool_bytes_held", "gauge",
-       "Bytes of blocks mapped now.", &ObjectPoolStats::bytes_held},
-      {"arenarpc_object_pool_blocks_released_total", "counter",
-       "Blocks unmapped by Trim().", &ObjectPoolStats::blocks_released},
-      {"arenarpc_object_pool_objects_lost_total", "counter",
-       "Freed objects dropped: the heap refused a magazine to hold them.",
-       &ObjectPoolStats::objects_lost},
-  };
-  AppendPools(w, GetObjectPoolStats(), kFields);
-}
+// size_t and uint64_t are one type on the LP64 targets arenarpc builds on.
+using O = ObjectPoolStats;
+constexpr PoolField<O> kObjectPoolFields[] = {
+    {"object_stride_bytes", "Bytes per object slot.", &O::object_stride},
+    {"objects_in_use", "Objects created and not yet deleted.",
+     &O::objects_in_use},
+    {"objects_cached", "Free objects in thread caches and the depot.",
+     &O::objects_cached},
+    {"objects_in_depot", "Free objects in the shared depot.",
+     &O::objects_in_depot},
+    {"blocks_held", "Blocks mapped now.", &O::blocks_held},
+    {"bytes_held", "Bytes of blocks mapped now.", &O::bytes_held},
+    {"blocks_released_total", "Blocks unmapped by Trim().",
+     &O::blocks_released},
+    {"objects_lost_total",
+     "Freed objects dropped: the heap refused a magazine to hold them.",
+     &O::objects_lost},
+};
 
 }  // namespace
 
 namespace internal {
 
-void RegisterMessagePool(std::string name, bool used_by_grpc,
-                         MessagePoolStats (*stats)(const void*),
-                         const void* pool) {
+void RegisterMessagePool(std::string name, bool used_by_grpc, const void* pool,
+                         std::function<MessagePoolStats()> stats) {
   SetMessagePoolDestroyedHook(&UnregisterMessagePool);
   Registry& r = GetRegistry();
   internal::MutexLock lock(&r.mu);
-  r.message_pools.push_back({std::move(name), used_by_grpc, stats, pool});
+  r.message_pools.emplace_back(
+      pool, [=, name = std::move(name), stats = std::move(stats)] {
+        return NamedMessagePoolStats{name, used_by_grpc, stats()};
+      });
 }
 
-void RegisterObjectPool(std::string name, ObjectPoolStats (*stats)(const void*),
-                        const void* pool) {
+void RegisterObjectPool(std::string name, const void* pool,
+                        std::function<ObjectPoolStats()> stats) {
   Registry& r = GetRegistry();
   internal::MutexLock lock(&r.mu);
   object_pool_registered.store(true, std::memory_order_relaxed);
-  r.object_pools.push_back({std::move(name), stats, pool});
+  r.object_pools.emplace_back(
+      pool, [=, name = std::move(name), stats = std::move(stats)] {
+        return NamedObjectPoolStats{name, stats()};
+      });
 }
 
 void NotifyObjectPoolDestroyed(const void* pool) {
   // A pool is registered on the thread that made it or after a
   // synchronisation with it, so this relaxed load sees that registration.
   if (!object_pool_registered.load(std::memory_order_relaxed)) return;
-  Registry& r = GetRegistry();
-  internal::MutexLock lock(&r.mu);
-  std::erase_if(r.object_pools,
-                [pool](const ObjectPoolEntry& e) { return e.pool == pool; });
+  Unregister(&Registry::object_pools, pool);
 }
 
 }  // namespace internal
 
 std::vector<NamedMessagePoolStats> GetMessagePoolStats() {
-  // Under the lock: a pool being destroyed waits in UnregisterMessagePool
-  // until this read is done (Stats() is cheap: no walk of messages).
-  Registry& r = GetRegistry();
-  internal::MutexLock lock(&r.mu);
-  std::vector<NamedMessagePoolStats> out;
-  out.reserve(r.message_pools.size());
-  for (const MessagePoolEntry& p : r.message_pools) {
-    out.push_back({p.name, p.used_by_grpc, p.stats(p.pool)});
-  }
-  return out;
+  return ReadAll(&Registry::message_pools);
 }
 
 std::vector<NamedObjectPoolStats> GetObjectPoolStats() {
-  // Under the lock, as above (Stats(): one lock, no walk of objects).
-  Registry& r = GetRegistry();
-  internal::MutexLock lock(&r.mu);
-  std::vector<NamedObjectPoolStats> out;
-  out.reserve(r.object_pools.size());
-  for (const ObjectPoolEntry& p : r.object_pools) {
-    out.push_back({p.name, p.stats(p.pool)});
-  }
-  return out;
+  return ReadAll(&Registry::object_pools);
 }
 
 void AppendPrometheusText(std::string* out) {
   internal::PrometheusWriter w(out);
-  AppendPagePool(w);
-  AppendArenas(w);
-  AppendMessagePools(w);
-  AppendObjectPools(w);
+  const PagePoolStats pp = internal::DefaultPagePoolStats();
+  w.Ones(
+      "arenarpc_page_pool_",
+      {{"page_size_bytes", "Bytes per page of the default page pool.",
+        pp.page_size},
+       {"pages_in_use", "Pages handed out and not yet returned.",
+        pp.pages_in_use},
+       {"pages_cached", "Pages kept for reuse in thread caches and the depot.",
+        pp.pages_cached},
+       {"pages_in_depot", "Pages kept for reuse in the shared depot.",
+        pp.pages_in_depot},
+       {"bytes_held", "Bytes mapped from the OS now (in use plus cached).",
+        pp.bytes_held()},
+       {"os_pages_allocated_total", "Pages mapped from the OS.",
+        pp.os_pages_allocated},
+       {"os_pages_released_total", "Pages unmapped.", pp.os_pages_released},
+       {"cache_hits_total", "Allocations served by a thread cache.",
+        pp.cache_hits},
+       {"cache_misses_total", "Allocations served by the depot or the OS.",
+        pp.cache_misses}});
+  const ArenaStats as = GetArenaStats();
+  w.Ones("arenarpc_arena_",
+         {{"acquired_total", "ScopedArenas constructed.", as.arenas_acquired},
+          {"created_total", "protobuf Arena objects built.", as.arenas_created},
+          {"idle", "Arenas kept for reuse.", as.arenas_idle},
+          {"heap_blocks_total", "Oversize arena blocks taken from the heap.",
+           as.blocks_from_heap},
+          {"heap_bytes_total", "Bytes of oversize arena blocks.",
+           as.bytes_from_heap},
+          {"heap_fallback_blocks_total",
+           "Arena pages taken from the heap because the page pool had none.",
+           as.blocks_from_heap_fallback}});
+  AppendPools(w, "arenarpc_message_pool_", GetMessagePoolStats(),
+              kMessagePoolFields);
+  AppendPools(w, "arenarpc_object_pool_", GetObjectPoolStats(),
+              kObjectPoolFields);
 }
 
 std::string PrometheusText() {

@@ -29,6 +29,7 @@
 #ifndef ARENARPC_METRICS_H_
 #define ARENARPC_METRICS_H_
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,13 +40,12 @@
 namespace arenarpc {
 
 namespace internal {
-// Makes `pool` visible to GetMessagePoolStats() and PrometheusText().
-void RegisterMessagePool(std::string name, bool used_by_grpc,
-                         MessagePoolStats (*stats)(const void*),
-                         const void* pool);
-// Same for an ObjectPool<T> (`pool`: its address).
-void RegisterObjectPool(std::string name, ObjectPoolStats (*stats)(const void*),
-                        const void* pool);
+// Make `pool` visible to GetMessagePoolStats() / GetObjectPoolStats() and
+// PrometheusText(); `stats` reads it.
+void RegisterMessagePool(std::string name, bool used_by_grpc, const void* pool,
+                         std::function<MessagePoolStats()> stats);
+void RegisterObjectPool(std::string name, const void* pool,
+                        std::function<ObjectPoolStats()> stats);
 }  // namespace internal
 
 // One registered message pool.
@@ -58,12 +58,8 @@ std::vector<NamedMessagePoolStats> GetMessagePoolStats();
 
 template <class T>
 void RegisterMessagePoolStats(std::string name, const MessagePool<T>* pool) {
-  internal::RegisterMessagePool(
-      std::move(name), /*used_by_grpc=*/false,
-      [](const void* p) {
-        return static_cast<const MessagePool<T>*>(p)->Stats();
-      },
-      pool);
+  internal::RegisterMessagePool(std::move(name), /*used_by_grpc=*/false, pool,
+                                [pool] { return pool->Stats(); });
 }
 
 // One registered object pool.
@@ -75,12 +71,8 @@ std::vector<NamedObjectPoolStats> GetObjectPoolStats();
 
 template <class T>
 void RegisterObjectPoolStats(std::string name, const ObjectPool<T>* pool) {
-  internal::RegisterObjectPool(
-      std::move(name),
-      [](const void* p) {
-        return static_cast<const ObjectPool<T>*>(p)->Stats();
-      },
-      pool);
+  internal::RegisterObjectPool(std::move(name), pool,
+                               [pool] { return pool->Stats(); });
 }
 
 // The core stats above in the Prometheus text exposition format.

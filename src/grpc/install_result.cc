@@ -2,92 +2,80 @@
 
 #include <grpc/support/log.h>
 
+#include <algorithm>
+#include <functional>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace arenarpc {
 
 std::string_view ServerApiName(ServerApi api) {
-  switch (api) {
-    case ServerApi::kSync:
-      return "sync";
-    case ServerApi::kCallback:
-      return "callback";
-    case ServerApi::kAsync:
-      break;
-  }
-  return "async";
+  static constexpr std::string_view kNames[] = {"sync", "callback", "async"};
+  return kNames[static_cast<int>(api)];
 }
 
 void InstallResult::Merge(const InstallResult& other) {
-  if (service_.empty()) {
-    service_ = other.service_;
-  } else if (!other.service_.empty()) {
-    absl::StrAppend(&service_, ", ", other.service_);
-  }
+  if (!service_.empty() && !other.service_.empty()) service_ += ", ";
+  service_ += other.service_;
   methods_.insert(methods_.end(), other.methods_.begin(), other.methods_.end());
 }
 
+// Methods that are unary (or streaming), and served if `served_only`.
+static int Count(const std::vector<MethodInstall>& methods, bool unary,
+                 bool served_only) {
+  return static_cast<int>(std::ranges::count_if(methods, [&](const auto& m) {
+    return m.unary == unary && (m.served || !served_only);
+  }));
+}
 int InstallResult::unary_methods() const {
-  int n = 0;
-  for (const MethodInstall& m : methods_) n += m.unary ? 1 : 0;
-  return n;
+  return Count(methods_, true, false);
 }
-
-int InstallResult::served() const {
-  int n = 0;
-  for (const MethodInstall& m : methods_) n += m.unary && m.served ? 1 : 0;
-  return n;
-}
-
+int InstallResult::served() const { return Count(methods_, true, true); }
 int InstallResult::streaming_served() const {
-  int n = 0;
-  for (const MethodInstall& m : methods_) n += !m.unary && m.served ? 1 : 0;
-  return n;
+  return Count(methods_, false, true);
 }
 
 std::vector<MethodInstall> InstallResult::not_served() const {
   std::vector<MethodInstall> out;
-  for (const MethodInstall& m : methods_) {
-    if (!m.served) out.push_back(m);
-  }
+  std::ranges::copy_if(methods_, std::back_inserter(out), std::logical_not{},
+                       &MethodInstall::served);
   return out;
 }
 
 std::string InstallResult::ToString() const {
-  std::string unary_list;
-  std::string streaming_list;
-  std::string skipped_list;
+  std::vector<std::string> unary, streaming, skipped;
   for (const MethodInstall& m : methods_) {
-    std::string& list =
-        !m.served ? skipped_list : (m.unary ? unary_list : streaming_list);
-    if (!list.empty()) list += "; ";
-    if (m.served) {
-      absl::StrAppend(&list, m.method, ": ", std::string(ServerApiName(m.api)),
-                      ", ", std::string(AllocationModeName(m.mode)));
+    if (!m.served) {
+      skipped.push_back(absl::StrCat(m.method, " (", m.reason, ")"));
     } else {
-      absl::StrAppend(&list, m.method, " (", m.reason, ")");
+      (m.unary ? unary : streaming)
+          .push_back(absl::StrCat(m.method, ": ",
+                                  std::string(ServerApiName(m.api)), ", ",
+                                  std::string(AllocationModeName(m.mode))));
     }
   }
   std::string out =
       absl::StrCat(service_.empty() ? "arenarpc" : service_, ": ");
   // A streaming-only install (StreamMethods) is not "0 of 0 unary".
-  const bool unary_part = unary_methods() > 0 || streaming_list.empty();
+  const bool unary_part = unary_methods() > 0 || streaming.empty();
   if (unary_part) {
     absl::StrAppend(&out, served(), " of ", unary_methods(),
                     " unary methods served");
-    if (!unary_list.empty()) absl::StrAppend(&out, " (", unary_list, ")");
+    if (!unary.empty())
+      absl::StrAppend(&out, " (", absl::StrJoin(unary, "; "), ")");
   }
-  if (!streaming_list.empty()) {
-    const int n = streaming_served();
-    absl::StrAppend(&out, unary_part ? "; " : "", n, " streaming method",
-                    n == 1 ? "" : "s", " served (", streaming_list, ")");
+  if (!streaming.empty()) {
+    absl::StrAppend(&out, unary_part ? "; " : "", streaming.size(),
+                    " streaming method", streaming.size() == 1 ? "" : "s",
+                    " served (", absl::StrJoin(streaming, "; "), ")");
   }
-  if (!skipped_list.empty())
-    absl::StrAppend(&out, "; not served: ", skipped_list);
+  if (!skipped.empty())
+    absl::StrAppend(&out, "; not served: ", absl::StrJoin(skipped, "; "));
   return out;
 }
 

@@ -12,8 +12,7 @@ namespace arenarpc::internal {
 
 std::vector<MeasuredMethodStats> AutoMethodsStats();
 std::vector<MeasuredMethodStats> ShadowMethodStats();
-// CPU so far, ns: kAuto's learning (its budget's bill), shadow's sampling on
-// the call threads.
+// CPU so far, ns: kAuto's learning, shadow's sampling on the call threads.
 double AutoLearningCpuNs();
 double ShadowSamplingCpuNs();
 

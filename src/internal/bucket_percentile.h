@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
 #include <optional>
 #include <span>
 
@@ -20,8 +21,7 @@ namespace arenarpc::internal {
 // not a value inside it.
 inline std::optional<size_t> PercentileBucket(std::span<const uint64_t> counts,
                                               double q) {
-  uint64_t total = 0;
-  for (uint64_t c : counts) total += c;
+  const uint64_t total = std::reduce(counts.begin(), counts.end(), uint64_t{0});
   if (total == 0) return std::nullopt;
   const auto rank = static_cast<uint64_t>(q * static_cast<double>(total));
   uint64_t seen = 0;

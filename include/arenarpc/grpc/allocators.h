@@ -86,12 +86,9 @@ template <class T>
 MessagePool<T>& DefaultMessagePool() {
   static MessagePool<T>* const pool = [] {
     auto* p = new MessagePool<T>();
-    internal::RegisterMessagePool(
-        internal::MessageTypeName<T>(), /*used_by_grpc=*/true,
-        [](const void* q) {
-          return static_cast<const MessagePool<T>*>(q)->Stats();
-        },
-        p);
+    internal::RegisterMessagePool(internal::MessageTypeName<T>(),
+                                  /*used_by_grpc=*/true, p,
+                                  [p] { return p->Stats(); });
     internal::RegisterMessagePoolTrim(
         [](void* q, std::chrono::milliseconds idle_for) {
           static_cast<MessagePool<T>*>(q)->Trim();

@@ -14,34 +14,17 @@
 //   static arenarpc::MessagePool<MyDoc> docs;
 //   arenarpc::RegisterMessagePoolStats("my.Doc", &docs);
 //
-// RenderPrometheusStats() renders (text exposition format 0.0.4):
-//   arenarpc_page_pool_*, arenarpc_arena_*, arenarpc_message_pool_*,
-//   arenarpc_object_pool_*    PrometheusText() (arenarpc/metrics.h)
-//   arenarpc_grpc_stream_*    StreamArenas: all streams summed
-//   arenarpc_grpc_method_mode  per served method: 1 with labels method,
-//                             api="sync|callback", installed= and mode=
-//                             (the mode its calls run in now)
-//   arenarpc_grpc_*           calls per mode (label mode="heap|arena|reuse";
-//                             kAuto's calls count under the mode they ran in),
-//                             calls in flight, FreeRequest() calls, and the
-//                             histogram of arena bytes per kArena call, and
-//                             kAuto's choice and measured costs per method
-//                             (arenarpc_grpc_auto_*, label method="..."),
-//                             and shadow measurement's costs, recommended
-//                             mode and estimated saving per method
-//                             (arenarpc_grpc_shadow_*); kAuto's decision
-//                             per method and where it came from:
-//                             arenarpc_grpc_auto_decision{method, mode,
-//                             source="learned|prior|loaded|none"} 1;
-//                             calls answered unhandled, nobody waiting:
-//                             arenarpc_grpc_shed_calls_total{method,
-//                             reason="deadline"}.
+// RenderPrometheusStats() renders (text exposition format 0.0.4) the
+// core's PrometheusText() (arenarpc/metrics.h), then arenarpc_grpc_*: calls
+// per mode (kAuto's under the mode they ran in), the arena-bytes histogram,
+// streams, each served method's mode and shed calls, and kAuto's and shadow
+// measurement's costs and choices per method. Each family and its labels:
+// docs/OPERATE.md, "Metrics".
 //
 // Thread safety: everything here may be called from any thread at any time.
 // Counters are read without stopping writers, so a snapshot taken under load
 // may be off by the calls in progress.
-// Lifetime: a registered pool must never be destroyed (register pools with
-// static storage duration or leaked ones).
+// Lifetime: registered pools as in arenarpc/metrics.h.
 #ifndef ARENARPC_GRPC_STATS_H_
 #define ARENARPC_GRPC_STATS_H_
 
@@ -60,16 +43,14 @@
 namespace arenarpc {
 
 // Bucket i of the arena-bytes histogram counts calls with bytes <=
-// kArenaBytesBucketBounds[i] (and above the previous bound); the last bucket
-// is +Inf.
+// kArenaBytesBucketBounds[i] = 4 KiB << i (and above the previous bound);
+// the last bucket is +Inf.
 inline constexpr int kArenaBytesBuckets = 16;
-inline constexpr std::array<uint64_t, kArenaBytesBuckets - 1>
-    kArenaBytesBucketBounds = {
-        uint64_t{1} << 12, uint64_t{1} << 13, uint64_t{1} << 14,
-        uint64_t{1} << 15, uint64_t{1} << 16, uint64_t{1} << 17,
-        uint64_t{1} << 18, uint64_t{1} << 19, uint64_t{1} << 20,
-        uint64_t{1} << 21, uint64_t{1} << 22, uint64_t{1} << 23,
-        uint64_t{1} << 24, uint64_t{1} << 25, uint64_t{1} << 26};
+inline constexpr auto kArenaBytesBucketBounds = [] {
+  std::array<uint64_t, kArenaBytesBuckets - 1> bounds{};
+  for (size_t i = 0; i < bounds.size(); ++i) bounds[i] = uint64_t{4096} << i;
+  return bounds;
+}();
 
 struct GrpcModeStats {
   uint64_t calls = 0;               // holders released (calls completed)
@@ -172,9 +153,8 @@ struct GrpcStats {
   // Sync methods' calls received and not yet handled now (0 at rest).
   uint64_t sync_parked = 0;
   // The background thread (idle trimming, kAuto's memory releases and
-  // decision saves, shadow measuring) could not be started (e.g. the
-  // process at its thread limit): that work is then not done; calls are
-  // served as usual. Logged once to stderr.
+  // decision saves, shadow) could not start (e.g. the thread limit): that
+  // work is not done; calls are served as usual. Logged once to stderr.
   uint64_t background_thread_failures = 0;
   std::vector<MeasuredMethodStats> auto_methods;    // kAuto's choices
   std::vector<MeasuredMethodStats> shadow_methods;  // shadow measurement
@@ -182,9 +162,7 @@ struct GrpcStats {
 };
 GrpcStats GetGrpcStats();
 
-// All of the above after the core's PrometheusText() (arenarpc/metrics.h:
-// page pool, arenas, message and object pools), in the Prometheus text
-// exposition format.
+// All of the above after the core's PrometheusText(), as Prometheus text.
 std::string RenderPrometheusStats();
 
 }  // namespace arenarpc

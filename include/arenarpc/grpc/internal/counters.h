@@ -22,15 +22,13 @@ void RecordAllocate(AllocationMode mode);
 void RecordRelease(AllocationMode mode, uint64_t arena_bytes);
 void RecordFreeRequest(AllocationMode mode);
 
-// RegisterMessagePool (the stats registry) is the core's: arenarpc/metrics.h.
 // Makes `pool` trimmed by idle trimming and the pooled-memory cap: `trim`
 // gets how long a thread's cached instances must have gone unused to be
 // freed (MessagePool::ReleaseIdleCaches).
 void RegisterMessagePoolTrim(void (*trim)(void*, std::chrono::milliseconds),
                              void* pool);
-// Tests: one pass of the trimming thread at `now` (src/grpc/idle_trim.cc),
-// on the calling thread; for tests that started no trimming thread
-// (SetBackgroundThreadStarterForTesting). True if it trimmed for the cap.
+// Tests that started no trimming thread (SetBackgroundThreadStarterForTesting):
+// one pass of it at `now`, here. True if it trimmed for the cap.
 bool IdleTrimTickForTesting(std::chrono::steady_clock::time_point now);
 
 // True if the pooled-memory cap is set and exceeded now (then also asks
