@@ -23,18 +23,13 @@ using internal::StreamGeneration;
 namespace {
 
 // Process-wide mirror of every StreamArena's stats_: striped, because many
-// streams make messages at once.
+// streams make messages at once. Never destroyed.
 struct Totals {
-  internal::StripedCounter streams;
-  internal::StripedCounter streams_created;
-  internal::StripedCounter messages;
-  internal::StripedCounter generations;
-  internal::StripedCounter live_messages;
-  internal::StripedCounter live_generations;
+  internal::StripedCounter streams, streams_created, messages, generations,
+      live_messages, live_generations;
 };
-
 Totals& GetTotals() {
-  static Totals* const totals = new Totals();  // outlives all streams
+  static Totals* const totals = new Totals();
   return *totals;
 }
 
@@ -75,50 +70,48 @@ StreamArena::~StreamArena() {
   delete current_;
 }
 
-StreamGeneration* StreamArena::Acquire() {
+namespace {
+// One of a StreamArena's counters and its process-wide total.
+void Count(uint64_t& stat, internal::StripedCounter& total, int64_t delta) {
+  stat += delta;
+  total.Add(delta);
+}
+}  // namespace
+
+StreamGeneration* StreamArena::Acquire(ScopedArena** arena) {
   internal::MutexLock lock(&mu_);
+  Totals& t = GetTotals();
   if (current_ != nullptr && current_->used) {
     if (current_->live == 0) {
       // Nothing alive on it: give its pages back, start clean.
       delete current_;
       current_ = nullptr;
-      --stats_.live_generations;
-      GetTotals().live_generations.Add(-1);
+      Count(stats_.live_generations, t.live_generations, -1);
     } else if (current_->arena.SpaceAllocated() >= recycle_bytes_) {
-      // Still in use: released by its last message (Unref).
-      current_ = nullptr;
+      current_ = nullptr;  // still in use: released by its last message
     }
   }
   if (current_ == nullptr) {
     current_ = new StreamGeneration();
-    ++stats_.generations;
-    ++stats_.live_generations;
-    GetTotals().generations.Add(1);
-    GetTotals().live_generations.Add(1);
+    Count(stats_.generations, t.generations, 1);
+    Count(stats_.live_generations, t.live_generations, 1);
   }
   current_->used = true;
   ++current_->live;
-  ++stats_.messages;
-  ++stats_.live_messages;
-  GetTotals().messages.Add(1);
-  GetTotals().live_messages.Add(1);
+  Count(stats_.messages, t.messages, 1);
+  Count(stats_.live_messages, t.live_messages, 1);
+  *arena = &current_->arena;
   return current_;
-}
-
-ScopedArena& StreamArena::ArenaOf(StreamGeneration* generation) {
-  return generation->arena;
 }
 
 void StreamArena::Unref(StreamGeneration* generation) {
   StreamGeneration* dead = nullptr;
   {
     internal::MutexLock lock(&mu_);
-    --stats_.live_messages;
-    GetTotals().live_messages.Add(-1);
+    Count(stats_.live_messages, GetTotals().live_messages, -1);
     if (--generation->live == 0 && generation != current_) {
       dead = generation;
-      --stats_.live_generations;
-      GetTotals().live_generations.Add(-1);
+      Count(stats_.live_generations, GetTotals().live_generations, -1);
     }
   }
   delete dead;  // outside the lock: runs message destructors
@@ -134,17 +127,12 @@ StreamArenaStats StreamArena::Stats() const {
 namespace {
 
 struct MessagesTotals {
-  internal::StripedCounter streams;
-  internal::StripedCounter streams_opened;
+  internal::StripedCounter streams, streams_opened, live_messages,
+      arena_resets, arena_bytes, sampled;
   std::array<internal::StripedCounter, kNumAllocationModes> messages;
-  internal::StripedCounter live_messages;
-  internal::StripedCounter arena_resets;
-  internal::StripedCounter arena_bytes;
-  internal::StripedCounter sampled;
 };
-
 MessagesTotals& GetMessagesTotals() {
-  static MessagesTotals* const totals = new MessagesTotals();  // never dies
+  static MessagesTotals* const totals = new MessagesTotals();
   return *totals;
 }
 

@@ -1,6 +1,5 @@
-// Per-call memory for gRPC unary methods, sync or callback API: everything
-// the old single header held, one include for users' code. Each concept
-// has its own header, which is its manual:
+// Per-call memory for gRPC unary methods, sync or callback API, in one
+// include; each header is its concept's manual:
 //
 //   arenarpc/grpc/server_options.h  ServerOptions: mode, kAuto's budget,
 //                                   idle trimming, the pooled-memory cap
@@ -12,8 +11,7 @@
 //   arenarpc/grpc/install.h         installing them on a service
 //   arenarpc/grpc/stats.h           what they did
 //
-// Without the plugin, a callback service, one setter per method (the
-// generated one-liner for sync and callback services: install.h):
+// Without the plugin (with it: install.h), one setter per method:
 //
 //   #include "arenarpc/grpc/server.h"
 //

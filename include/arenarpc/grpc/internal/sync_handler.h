@@ -1,11 +1,9 @@
 // Internal: serving a sync (Svc::Service) unary method with arenarpc's
-// allocators. The method keeps its place, its name, its type (unary) and
-// its API (sync, gRPC's thread pool); only its handler is swapped for one
-// that takes the call's messages from a grpc::MessageAllocator (the same
-// allocators, holders, stats and measuring as the callback API) and calls
-// the service's own virtual method. Why this way: docs/DESIGN.md, "Sync
-// services: the mechanism". What it relies on in gRPC is checked when
-// src/grpc/sync_install.cc compiles. Not a public API.
+// allocators: the method keeps its place, name, type and API (gRPC's sync
+// thread pool); its handler is swapped for one that takes the call's
+// messages from a grpc::MessageAllocator and calls the service's own
+// virtual method (docs/DESIGN.md, "Sync services: the handler swap"; what
+// it relies on in gRPC is checked when src/grpc/sync_install.cc compiles).
 //
 // Thread safety: gRPC calls a handler from many threads at once; the
 // handler keeps no per-call state of its own (the holder is parked by call).
@@ -34,19 +32,18 @@
 
 namespace arenarpc::internal {
 
-// Where a method of `service` stands: `method` if it is sync and unary
-// with a handler that may be swapped, else why not (src/grpc/sync_install.cc).
+// Where `method` ("pkg.Service/Method") of `service` stands: `method` if it
+// is sync and unary with a handler that may be swapped, else why not.
 struct SyncSlot {
   ::grpc::internal::RpcServiceMethod* method = nullptr;
   std::string reason;
 };
-// `method`: "pkg.Service/Method".
 SyncSlot FindSyncSlot(::grpc::Service* service, std::string_view method);
 
 // A call from Deserialize to RunHandler, by call (gRPC's sync server gives
-// RunHandler no handler_data): its holder, the request parsed, or its
-// request's bytes, not parsed yet. TakeCall: {} if none is parked.
-// ParkedHolders(): calls between the two now (0 when none is in flight).
+// RunHandler no handler_data): its holder with the request parsed, or the
+// request's bytes. TakeCall: {} if none is parked. ParkedHolders(): calls
+// between the two now.
 struct ParkedCall {
   void* holder = nullptr;
   grpc_byte_buffer* payload = nullptr;
@@ -55,9 +52,8 @@ void ParkCall(const void* call, ParkedCall parked);
 ParkedCall TakeCall(const void* call);
 size_t ParkedHolders();
 
-// The request a sync method parses into: a message that lives in a holder.
-// gRPC's UnaryDeserializeHelper destroys its target when parsing fails;
-// for this target that destroys nothing, and the holder is released whole.
+// The request a sync method parses into, in a holder: when parsing fails,
+// gRPC's UnaryDeserializeHelper destroys this, not the holder's message.
 template <class Req>
 struct ParseTarget {
   Req* message;
@@ -81,8 +77,6 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
   using Service = typename SyncMethodTraits<kMethod>::Service;
   using Req = typename SyncMethodTraits<kMethod>::Request;
   using Resp = typename SyncMethodTraits<kMethod>::Response;
-  // `allocator` is one of arenarpc's (install.h's AllocatorFor): its
-  // holders are CallHolders.
   using Holder = CallHolder<Req, Resp>;
 
  public:
@@ -144,11 +138,8 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
             holder->request(), holder->response());
       });
     }
-    // As gRPC's own sync handler: the request is destroyed once the handler
-    // returned, before the response is serialized, so serializing reuses
-    // the memory the request just freed (kept until Release, the heap grew
-    // per call: 1.12x plain gRPC's CPU in heap mode on the 126 KB echo,
-    // 1.00x with it freed here; docs/raw/heap_mode/paired_cpu.txt).
+    // As gRPC's own sync handler: the request is freed before the response
+    // is serialized, which reuses its memory (docs/DESIGN.md).
     holder->RequestDone();
     // Sends and waits until sent: the response is serialized by then.
     ::grpc::internal::UnaryRunHandlerHelper(
@@ -180,8 +171,7 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
     }
   }
 
-  // The holder may time the call (kAuto): it is made, handled
-  // and released on this one thread.
+  // Made, handled and released on this one thread (kAuto may time it).
   Holder* Allocate(grpc_byte_buffer* req) {
     sync_request_bytes =
         req == nullptr ? 0 : static_cast<double>(grpc_byte_buffer_length(req));
@@ -194,8 +184,7 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
   }
 
   // Parses `req` (consumed) into the holder's request; if it does not
-  // parse, releases the holder and *status is gRPC's own (as without
-  // arenarpc).
+  // parse, releases the holder, *status as gRPC's own.
   static bool Parse(Holder* holder, grpc_byte_buffer* req,
                     ::grpc::Status* status) {
     ParseTarget<Req> target{holder->request()};
