@@ -1,10 +1,9 @@
 #include "arenarpc/grpc/stream.h"
 
 #include <array>
-#include <cstdio>
-#include <cstdlib>
 
 #include "arenarpc/grpc/streaming.h"
+#include "arenarpc/internal/check.h"
 #include "arenarpc/internal/striped_counter.h"
 
 namespace arenarpc {
@@ -42,14 +41,12 @@ uint64_t Read(const internal::StripedCounter& c) {
 
 StreamArenaTotals GetStreamArenaTotals() {
   const Totals& t = GetTotals();
-  StreamArenaTotals s;
-  s.streams = Read(t.streams);
-  s.streams_created = Read(t.streams_created);
-  s.messages = Read(t.messages);
-  s.generations = Read(t.generations);
-  s.live_messages = Read(t.live_messages);
-  s.live_generations = Read(t.live_generations);
-  return s;
+  return {.streams = Read(t.streams),
+          .streams_created = Read(t.streams_created),
+          .messages = Read(t.messages),
+          .generations = Read(t.generations),
+          .live_messages = Read(t.live_messages),
+          .live_generations = Read(t.live_generations)};
 }
 
 StreamArena::StreamArena(size_t recycle_bytes) : recycle_bytes_(recycle_bytes) {
@@ -59,12 +56,8 @@ StreamArena::StreamArena(size_t recycle_bytes) : recycle_bytes_(recycle_bytes) {
 
 StreamArena::~StreamArena() {
   internal::MutexLock lock(&mu_);
-  if (stats_.live_messages != 0) {
-    std::fprintf(stderr,
-                 "arenarpc: StreamArena destroyed with %llu live messages\n",
-                 static_cast<unsigned long long>(stats_.live_messages));
-    std::abort();
-  }
+  ARENARPC_CHECK(stats_.live_messages == 0,
+                 "StreamArena destroyed with live messages");
   if (current_ != nullptr) GetTotals().live_generations.Add(-1);
   GetTotals().streams.Add(-1);
   delete current_;
@@ -127,8 +120,8 @@ StreamArenaStats StreamArena::Stats() const {
 namespace {
 
 struct MessagesTotals {
-  internal::StripedCounter streams, streams_opened, live_messages,
-      arena_resets, arena_bytes, sampled;
+  internal::StripedCounter streams, streams_opened, live_messages, arena_resets,
+      arena_bytes, sampled;
   std::array<internal::StripedCounter, kNumAllocationModes> messages;
 };
 MessagesTotals& GetMessagesTotals() {
@@ -164,16 +157,15 @@ void RecordStreamRelease(AllocationMode mode, uint64_t arena_bytes,
 
 StreamTotals GetStreamTotals() {
   const MessagesTotals& t = GetMessagesTotals();
-  StreamTotals s;
-  s.streams = Read(t.streams);
-  s.streams_opened = Read(t.streams_opened);
+  StreamTotals s{.streams = Read(t.streams),
+                 .streams_opened = Read(t.streams_opened),
+                 .live_messages = Read(t.live_messages),
+                 .arena_resets = Read(t.arena_resets),
+                 .arena_bytes = Read(t.arena_bytes),
+                 .sampled = Read(t.sampled)};
   for (int i = 0; i < kNumAllocationModes; ++i) {
     s.messages[i] = Read(t.messages[i]);
   }
-  s.live_messages = Read(t.live_messages);
-  s.arena_resets = Read(t.arena_resets);
-  s.arena_bytes = Read(t.arena_bytes);
-  s.sampled = Read(t.sampled);
   return s;
 }
 

@@ -82,11 +82,8 @@ void ParkCall(const void* call, ParkedCall parked) {
 ParkedCall TakeCall(const void* call) {
   Shard& s = ShardOf(call);
   MutexLock lock(&s.mu);
-  auto it = s.parked.find(call);
-  if (it == s.parked.end()) return {};
-  ParkedCall parked = it->second;
-  s.parked.erase(it);
-  return parked;
+  auto node = s.parked.extract(call);
+  return node.empty() ? ParkedCall{} : node.mapped();
 }
 
 size_t ParkedHolders() {

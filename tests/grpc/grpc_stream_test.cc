@@ -731,7 +731,8 @@ TEST(StreamInstallReport, InstallingAgainWithOtherOptionsIsRefused) {
   ServerOptions first(AllocationMode::kAuto);
   first.automatic.recheck_after_s = 60;
   StreamMethod<Chunk, Chunk> a("test.Refuse/Chat", first);
-  StreamMethod<Chunk, Chunk> same("test.Refuse/Chat", first, ServerApi::kCallback);
+  StreamMethod<Chunk, Chunk> same("test.Refuse/Chat", first,
+                                  ServerApi::kCallback);
   EXPECT_TRUE(same.report().served);
   ServerOptions other = first;
   other.shadow.sample_one_in = 1;

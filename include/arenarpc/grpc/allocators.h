@@ -1,10 +1,8 @@
-// The allocation modes on gRPC: grpc::MessageAllocators that give each
-// unary call its request and response as heap objects, on pooled arenas,
-// reused from pools, or as kAuto picks. An install (arenarpc/grpc/install.h)
-// chooses among them from ServerOptions (arenarpc/grpc/server_options.h);
-// use them directly only where gRPC takes an allocator and no install
-// applies. Why it works this way: docs/DESIGN.md, "gRPC: the server
-// allocators".
+// The allocation modes as grpc::MessageAllocators, giving each unary call
+// its request and response. An install (arenarpc/grpc/install.h) chooses
+// among them from ServerOptions; use them directly only where gRPC takes an
+// allocator and no install applies (docs/DESIGN.md, "gRPC: the server
+// allocators").
 //
 //   // The process-wide allocator of a mode, kill switch applied:
 //   service.SetMessageAllocatorFor_Echo(
@@ -18,21 +16,17 @@
 // Modes (docs/MODES.md): kHeap, heap objects as gRPC makes them (counted);
 // kArena, each message on a pooled ScopedArena owned by the call; kReuse,
 // borrowed from DefaultMessagePool<T> and returned cleared; kAuto, per
-// method, one of the three picked by timing the method's own calls
-// (GetGrpcStats().auto_methods; AutoOptions in server_options.h). Over
-// ServerOptions::max_pooled_bytes, calls get heap messages; the kill switch
-// (kill_switch.h) makes every mode kHeap. FreeRequest() frees the request in
-// every mode (gRPC's own holder ignores it): the handler must not touch it
-// afterwards.
+// method, one of the three picked by timing the method's own calls. Over
+// ServerOptions::max_pooled_bytes calls get heap messages; the kill switch
+// (kill_switch.h) makes every mode kHeap. After FreeRequest() (which gRPC's
+// own holder ignores) the handler must not touch the request.
 //
 // Thread safety: allocators are thread-safe; a call's holder is used by one
 // call at a time, as gRPC guarantees.
 // Lifetime: DefaultMessageAllocator()'s allocators, DefaultMessagePool()'s
-// pools and an install's MeteredMessageAllocator (one per method and mode,
-// for kAuto or shadow measurement; installing the same method and mode
-// again shares it, or is refused if it asks for other options) are
-// process-wide and never destroyed. An allocator you make yourself must
-// outlive the server.
+// pools and an install's MeteredMessageAllocator (one per method and mode:
+// install once per service, not per call) are process-wide and never
+// destroyed. An allocator you make yourself must outlive the server.
 #ifndef ARENARPC_GRPC_ALLOCATORS_H_
 #define ARENARPC_GRPC_ALLOCATORS_H_
 
@@ -56,14 +50,26 @@
 
 namespace arenarpc {
 
-// kReuse's pool of T, one per process (see "Lifetime" above); its stats
-// and trimming are registered on first use.
+namespace internal {
+template <class T>
+std::string MessageTypeName() {
+  return std::string(T::descriptor()->full_name());
+}
+// What names a method that was installed without its gRPC name.
+template <class Req, class Resp>
+std::string TypePairName() {
+  return MessageTypeName<Req>() + " -> " + MessageTypeName<Resp>();
+}
+}  // namespace internal
+
+// kReuse's pool of T, one per process; its stats and trimming are
+// registered on first use.
 template <class T>
 MessagePool<T>& DefaultMessagePool() {
   static MessagePool<T>* const pool = [] {
     auto* p = new MessagePool<T>();
     internal::RegisterMessagePool(
-        std::string(T::descriptor()->full_name()), /*used_by_grpc=*/true,
+        internal::MessageTypeName<T>(), /*used_by_grpc=*/true,
         [](const void* q) {
           return static_cast<const MessagePool<T>*>(q)->Stats();
         },
@@ -80,15 +86,7 @@ MessagePool<T>& DefaultMessagePool() {
 }
 
 namespace internal {
-// What names a method that was installed without its gRPC name.
-template <class Req, class Resp>
-std::string TypePairName() {
-  return std::string(Req::descriptor()->full_name()) + " -> " +
-         std::string(Resp::descriptor()->full_name());
-}
-
-// kAuto: gives back the idle instances of a method's kReuse pools once it
-// stops running calls in reuse (src/grpc/auto_method.cc).
+// kAuto: gives back a method's idle kReuse instances once it leaves reuse.
 template <class Req, class Resp>
 void TrimDefaultMessagePools() {
   DefaultMessagePool<Req>().Trim();
@@ -129,8 +127,8 @@ CallHolder<Req, Resp>* NewHolder(AllocationMode mode, ShadowMeter* sampler,
           (responses != nullptr ? *responses : DefaultMessagePool<Resp>())
               .Acquire();
       timing->warming = request.new_instance() || response.new_instance();
-      return new ReuseHolder<Req, Resp>(
-          std::move(request), std::move(response), sampler, *timing);
+      return new ReuseHolder<Req, Resp>(std::move(request), std::move(response),
+                                        sampler, *timing);
     }
     default:
       return new HeapHolder<Req, Resp>(sampler, *timing);
@@ -143,9 +141,9 @@ class FixedMessageAllocator : public ::grpc::MessageAllocator<Req, Resp> {
  public:
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
     CallTiming timing;
-    return NewHolder<Req, Resp>(CallMode(kMode, nullptr, CallKind::kCallback,
-                                         0, &timing),
-                                nullptr, &timing, requests_, responses_);
+    return NewHolder<Req, Resp>(
+        CallMode(kMode, nullptr, CallKind::kCallback, 0, &timing), nullptr,
+        &timing, requests_, responses_);
   }
 
  protected:
@@ -156,8 +154,8 @@ class FixedMessageAllocator : public ::grpc::MessageAllocator<Req, Resp> {
 
 template <class Req, class Resp>
 class HeapMessageAllocator final
-    : public internal::FixedMessageAllocator<Req, Resp,
-                                             AllocationMode::kHeap> {};
+    : public internal::FixedMessageAllocator<Req, Resp, AllocationMode::kHeap> {
+};
 
 template <class Req, class Resp>
 class ArenaMessageAllocator final
@@ -179,8 +177,8 @@ class ReuseMessageAllocator final
 };
 
 // kAuto, or any mode with shadow measurement, per method: each call in the
-// method's mode (kAuto: the learner's, or a trial), a sampled few measured
-// off the request path (shadow).
+// method's mode (kAuto: the learner's pick), a sampled few measured off the
+// request path.
 template <class Req, class Resp>
 class MeteredMessageAllocator final
     : public ::grpc::MessageAllocator<Req, Resp> {
@@ -236,8 +234,7 @@ class MeteredMessageAllocator final
   internal::ShadowMeter* const shadow_;
 };
 
-// The process-wide allocator of `mode` (after the kill switch) for
-// Req/Resp (see "Lifetime" above).
+// The process-wide allocator of `mode` (after the kill switch).
 template <class Req, class Resp>
 ::grpc::MessageAllocator<Req, Resp>* DefaultMessageAllocator(
     AllocationMode mode) {

@@ -65,10 +65,8 @@
 
 namespace arenarpc {
 
-// cq->Next(tag, ok), and for kAuto the start of a call's window (see the
-// top of this file): the thread's CPU clock is read before Next() while
-// some async method hands out trials (a clock read; otherwise a few
-// thread-local writes).
+// cq->Next(tag, ok), and for kAuto the start of a call's window: the
+// thread's CPU clock is read before Next() while trials are out.
 inline bool NextTag(::grpc::CompletionQueue* cq, void** tag, bool* ok) {
   internal::BeforeAsyncNext();
   return cq->Next(tag, ok);
@@ -94,8 +92,6 @@ class CallMessages {
     }
     return *this;
   }
-  CallMessages(const CallMessages&) = delete;
-  CallMessages& operator=(const CallMessages&) = delete;
   ~CallMessages() { Reset(); }
 
   Req* request() { return holder_->request(); }
@@ -135,8 +131,7 @@ class CallMessages {
 };
 
 // One unary method of an async service: where its calls' messages come
-// from. Constructing it is the method's install: it is listed in stats
-// (api "async") and reports itself in report().
+// from. Constructing it is the method's install (stats, report()).
 template <class Req, class Resp>
 class AsyncMethod {
  public:
@@ -147,9 +142,10 @@ class AsyncMethod {
         internal::AllocatorFor<Req, Resp>(options, method, ServerApi::kAsync);
     // Refused (another install of the method, other options): heap, as
     // gRPC serves it, and the report says why.
-    allocator_ = choice.allocator != nullptr
-                     ? choice.allocator
-                     : DefaultMessageAllocator<Req, Resp>(AllocationMode::kHeap);
+    allocator_ =
+        choice.allocator != nullptr
+            ? choice.allocator
+            : DefaultMessageAllocator<Req, Resp>(AllocationMode::kHeap);
     metered_ = choice.metered;
     report_ = std::move(choice.report);
   }
@@ -179,11 +175,8 @@ class AsyncMethod {
   const MethodInstall& report() const { return report_; }
 
   // True if the call's deadline has passed, so nobody waits for its
-  // answer: then *answer is DEADLINE_EXCEEDED (counted in stats as shed);
-  // FinishWithError(*answer) and skip the handler. gRPC has parsed the
-  // request by the time its tag arrives: what this saves is the handler
-  // and the response. Cancellation is not checked (IsCancelled() is valid
-  // on the async API only after AsyncNotifyWhenDone's tag).
+  // answer: then FinishWithError(*answer), DEADLINE_EXCEEDED (counted as
+  // shed), and skip the handler. Cancellation is not checked.
   bool DeadlinePassed(const ::grpc::ServerContext& context,
                       ::grpc::Status* answer) {
     return internal::PastDeadline(context, shed_, answer);

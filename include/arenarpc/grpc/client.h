@@ -6,15 +6,14 @@
 //   call.context()->set_deadline(deadline);
 //   stub->async()->Echo(call.context(), call.request(), call.response(),
 //       call.Then([](const grpc::Status& status, EchoResponse* response) {
-//         // runs on a gRPC thread; afterwards context, request, response
-//         // and the arena are released (pages back to the pool)
+//         // runs on a gRPC thread; then everything is released
 //       }));
 //
 //   // Reuse instead of an arena:
 //   static arenarpc::MessagePool<EchoRequest> requests;
 //   static arenarpc::MessagePool<EchoResponse> responses;
 //   arenarpc::ClientCall<EchoRequest, EchoResponse> reused(requests,
-//                                                          responses);
+//   responses);
 //
 //   // Blocking calls need no Then(): the scope frees everything when it ends.
 //   arenarpc::ClientCall<EchoRequest, EchoResponse> blocking;

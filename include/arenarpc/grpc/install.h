@@ -22,15 +22,14 @@
 //       &cb_service, options, "arenarpc.echo.EchoService/Echo",
 //       &EchoService::CallbackService::SetMessageAllocatorFor_Echo));
 //
-// Sync methods: the handler gRPC generated is swapped for arenarpc's,
-// which takes the call's request and response from the same allocators as
-// the callback API (heap, arena, reuse, auto; shadow measurement, stats,
-// kill switch) and calls the service's own virtual method, on gRPC's sync
-// thread pool; handlers keep their signatures and may block. Install before
-// the server is built (ServerBuilder::BuildAndStart), once per service
-// object: installing again replaces the earlier install.
+// Sync methods: gRPC's generated handler is swapped for arenarpc's, which
+// takes the call's messages from the callback API's allocators and calls
+// the service's own virtual method on gRPC's sync thread pool; handlers
+// keep their signatures and may block. Installing a service object again
+// replaces its install; installing a method again with other kAuto or
+// shadow options is refused (the result says why).
 //
-// Thread safety: install before the server starts, from one thread.
+// Thread safety: install before the server is built, from one thread.
 // Lifetime: allocators are process-wide and never destroyed; a sync
 // method's handler is owned by the service, like gRPC's own.
 #ifndef ARENARPC_GRPC_INSTALL_H_
@@ -53,8 +52,8 @@ namespace internal {
 
 // Whether two installs ask for the same kAuto and shadow options.
 bool SameMeasuring(const ServerOptions& a, const ServerOptions& b);
-// A served method, for stats (src/grpc/stats.cc): its API, installed mode,
-// and kAuto's method, whose mode() is the mode it runs in now.
+// A served method, for stats (src/grpc/stats.cc); kAuto's `automatic`
+// gives the mode it runs in now.
 void RecordInstalledMethod(std::string_view method, ServerApi api,
                            AllocationMode installed,
                            const AutoMethod* automatic);
@@ -144,9 +143,6 @@ MethodInstall InstallSyncMethod(Service* service, const ServerOptions& options,
   using Resp = typename Traits::Response;
   static_assert(std::is_base_of_v<Base, Service>,
                 "the method is not a member of this service");
-  static_assert(std::is_base_of_v<google::protobuf::Message, Req> &&
-                    std::is_base_of_v<google::protobuf::Message, Resp>,
-                "arenarpc's allocators need full (non-lite) messages");
   internal::SyncSlot slot = internal::FindSyncSlot(service, method);
   if (slot.method == nullptr) {
     return internal::NotServed(method, std::move(slot.reason));

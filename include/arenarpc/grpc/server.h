@@ -5,8 +5,7 @@
 //                                   idle trimming, the pooled-memory cap
 //   arenarpc/grpc/shadow.h          ShadowOptions: shadow measurement
 //   arenarpc/grpc/allocators.h      the modes as grpc::MessageAllocators,
-//                                   DefaultMessageAllocator,
-//                                   DefaultMessagePool
+//                                   DefaultMessageAllocator/MessagePool
 //   arenarpc/grpc/kill_switch.h     every mode -> kHeap
 //   arenarpc/grpc/install.h         installing them on a service
 //   arenarpc/grpc/stats.h           what they did
@@ -16,15 +15,11 @@
 //   #include "arenarpc/grpc/server.h"
 //
 //   EchoServiceImpl service;  // an EchoService::CallbackService
-//   arenarpc::ServerOptions options(arenarpc::AllocationMode::kAuto);
-//   options.shadow.sample_one_in = 100;   // shadow measurement, 1 call in 100
-//   options.idle_trim.idle_ms = 1000;     // memory back after a burst
 //   arenarpc::InstallResult r = arenarpc::InstallMessageAllocators(
-//       &service, options,
+//       &service, arenarpc::AllocationMode::kAuto,
 //       &EchoService::CallbackService::SetMessageAllocatorFor_Echo);
 //   if (!r.ok()) std::cerr << r.status() << "\n";
 //   builder.RegisterService(&service);
-//   ...
 //   std::string metrics = arenarpc::RenderPrometheusStats();
 //
 // Thread safety and lifetime: see each header.

@@ -1,7 +1,6 @@
 // Pooled messages for streaming methods (server-, client- and
 // bidi-streaming; sync and callback API), with the unary path's modes,
-// auto, stats and kill switch, and memory bounded by one message per
-// direction however long the stream.
+// auto, stats and kill switch.
 //
 //   // Once per method, before the server starts (reported like an install):
 //   arenarpc::StreamMethod<Point, RouteSummary> record(
@@ -17,9 +16,7 @@
 //       return grpc::Status::OK;
 //     }
 //   };
-//   // Server-streaming writes the same way:
-//   //   auto out = method.Responses();
-//   //   Feature* f = out.Next(); Fill(f); writer->Write(*f);
+//   // Writes: Feature* f = out.Next(); Fill(f); writer->Write(*f);
 //
 //   // Callback API: the reactor owns the StreamMessages; OnDone ends them.
 //   class Reader : public grpc::ServerReadReactor<Point> {
@@ -55,6 +52,7 @@
 
 #include <google/protobuf/message.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -124,17 +122,13 @@ class StreamMessages {
     }
     internal::RecordStreamOpen();
   }
-  StreamMessages& operator=(StreamMessages&&) = delete;
-  StreamMessages(const StreamMessages&) = delete;
-  StreamMessages& operator=(const StreamMessages&) = delete;
   ~StreamMessages() {
     Release();
     internal::RecordStreamClose();
   }
 
   // Releases the current message and returns a fresh, empty one (heap
-  // Requests(): the same one, emptied by the Read that fills it): the
-  // pointer to pass to Read/StartRead, or to fill and Write/StartWrite.
+  // Requests(): the same one, emptied by the Read that fills it).
   T* Next() {
     Release();
     internal::CallTiming timing;
@@ -143,23 +137,16 @@ class StreamMessages {
     running_ = internal::CallMode(mode_, meters_.automatic,
                                   internal::CallKind::kCallback, 0, &timing);
     sampled_ = meters_.shadow != nullptr && meters_.shadow->ShouldSample();
-    switch (running_) {
-      case AllocationMode::kArena:
-        arena_.emplace();
-        message_ = arena_->template Create<T>();
-        break;
-      case AllocationMode::kReuse:
-        pooled_ = DefaultMessagePool<T>().Acquire();
-        message_ = pooled_.get();
-        break;
-      default:  // as gRPC's own loop; the parse clears incoming ones
-        if (heap_ == nullptr) {
-          heap_ = std::make_unique<T>();
-        } else if (!incoming()) {
-          heap_->Clear();
-        }
-        message_ = heap_.get();
-        break;
+    if (running_ == AllocationMode::kArena) {
+      message_ = arena_.emplace().template Create<T>();
+    } else if (running_ == AllocationMode::kReuse) {
+      pooled_ = DefaultMessagePool<T>().Acquire();
+      message_ = pooled_.get();
+    } else if (heap_ == nullptr) {
+      message_ = (heap_ = std::make_unique<T>()).get();
+    } else {  // as gRPC's own loop; the parse clears incoming ones
+      if (!incoming()) heap_->Clear();
+      message_ = heap_.get();
     }
     if (running_ != AllocationMode::kHeap) heap_.reset();
     if (timing.method != nullptr) timed_.emplace(timing);
@@ -168,8 +155,8 @@ class StreamMessages {
     return message_;
   }
 
-  // Releases the current message now (e.g. before a long wait; heap mode
-  // keeps its one message for the next Next()); get() is null until then.
+  // Releases the current message now (heap mode keeps it for the next
+  // Next()); get() is null until then.
   void Release() {
     if (message_ == nullptr) return;
     const double sampling_ns = sampled_ ? Sample() : 0;
@@ -178,18 +165,12 @@ class StreamMessages {
       timed_->AtRelease(message_, T::default_instance());
     }
     uint64_t bytes = 0;
-    switch (running_) {
-      case AllocationMode::kArena:
-        bytes = arena_->SpaceAllocated();
-        if (bytes > peak_arena_bytes_) peak_arena_bytes_ = bytes;
-        arena_.reset();  // pages back to the pool
-        break;
-      case AllocationMode::kReuse:
-        pooled_.reset();  // cleared into its pool, guards applied
-        break;
-      default:
-        break;  // kept for the next message, as gRPC's own loop keeps it
+    if (running_ == AllocationMode::kArena) {
+      bytes = arena_->SpaceAllocated();
+      peak_arena_bytes_ = std::max(peak_arena_bytes_, bytes);
+      arena_.reset();  // pages back to the pool
     }
+    pooled_.reset();  // reuse: cleared into its pool (heap's is kept)
     internal::RecordStreamRelease(running_, bytes, sampled_);
     message_ = nullptr;
     sampled_ = false;
@@ -258,10 +239,7 @@ class StreamMessages {
 template <class Req, class Resp>
 class StreamMethod {
  public:
-  static_assert(std::is_base_of_v<google::protobuf::Message, Req> &&
-                    std::is_base_of_v<google::protobuf::Message, Resp>,
-                "arenarpc's streams need full (non-lite) messages");
-  // `method`: "pkg.Service/Method", the method's gRPC name; `api`: how the
+  // `method`: "pkg.Service/Method"; `options`, or a mode; `api`: how the
   // service implements it (for stats).
   StreamMethod(std::string_view method, const ServerOptions& options,
                ServerApi api = ServerApi::kSync) {
@@ -273,9 +251,6 @@ class StreamMethod {
     }
     report_ = std::move(choice.report);
   }
-  StreamMethod(std::string_view method, AllocationMode mode,
-               ServerApi api = ServerApi::kSync)
-      : StreamMethod(method, ServerOptions(mode), api) {}
   StreamMethod(const StreamMethod&) = delete;
   StreamMethod& operator=(const StreamMethod&) = delete;
 

@@ -1,12 +1,7 @@
-// Internal: what a call's request and response are made of in each mode,
-// as grpc::MessageHolders (gRPC calls AllocateMessages, then the handler,
-// then Release; FreeRequest in between if the handler drops the request
-// early). Not a public API; the allocators' templates
-// (arenarpc/grpc/allocators.h) make them.
-//
+// Internal: a call's request and response in each mode, as the
+// grpc::MessageHolders the allocators (arenarpc/grpc/allocators.h) make.
 // Thread safety: a holder is used by one call at a time, as gRPC
-// guarantees.
-// Lifetime: a holder deletes itself in Release().
+// guarantees. Lifetime: a holder deletes itself in Release().
 #ifndef ARENARPC_GRPC_INTERNAL_HOLDERS_H_
 #define ARENARPC_GRPC_INTERNAL_HOLDERS_H_
 
@@ -25,13 +20,10 @@
 
 namespace arenarpc::internal {
 
-// Every holder of the allocators below; each mode's holds the messages and
-// destroys the request in DropRequest(). RequestDone(): the sync adapter is
-// done with the request once the handler returned (sync_handler.h), so it
-// frees it then, before the response is serialized, as gRPC's own sync
-// handler does; FreeRequest() without counting it as the handler's.
-// Timed(): kAuto times this call (a trial); Failed(): it did not end OK,
-// so its time is not observed (TimedCall::Fail).
+// Every holder; each mode's destroys the request in DropRequest().
+// RequestDone(): FreeRequest() not counted as the handler's (the sync
+// adapter's, once the handler returned). Timed(): kAuto times this call;
+// Failed(): it did not end OK, so its time is not observed.
 template <class Req, class Resp>
 class CallHolder : public ::grpc::MessageHolder<Req, Resp> {
  public:
@@ -69,7 +61,6 @@ class CallHolder : public ::grpc::MessageHolder<Req, Resp> {
   const AllocationMode mode_;
 };
 
-// kHeap's holder: request and response inside it.
 template <class Req, class Resp>
 class HeapHolder final : public CallHolder<Req, Resp> {
  public:
@@ -87,7 +78,7 @@ class HeapHolder final : public CallHolder<Req, Resp> {
   Resp response_;
 };
 
-// kArena's holder: it owns the call's two arenas.
+// kArena's owns the call's two arenas.
 template <class Req, class Resp>
 class ArenaHolder final : public CallHolder<Req, Resp> {
  public:
@@ -114,8 +105,8 @@ class ArenaHolder final : public CallHolder<Req, Resp> {
   uint64_t request_bytes_ = 0;
 };
 
-// kReuse's holder: it owns the two borrowed PooledMessages (the pool sizes
-// the response from the cached size gRPC's serialization left).
+// kReuse's borrows two PooledMessages (the pool sizes the response from
+// the cached size gRPC's serialization left).
 template <class Req, class Resp>
 class ReuseHolder final : public CallHolder<Req, Resp> {
  public:

@@ -1,13 +1,9 @@
-// Internal: answering a call nobody waits for (its deadline passed) without
-// parsing its request or running its handler. Used by the sync adapter
-// (sync_handler.h) and AsyncMethod::DeadlinePassed (async.h); counts read
-// by stats.h. Not a public API. Client cancellation is not checked:
-// ServerContext::IsCancelled() polls the sync call's queue (28-44 us of CPU
-// per call, docs/raw/overload/shed_check.md) and is not valid on the async
-// API before AsyncNotifyWhenDone's tag.
-//
-// Thread safety: every function may be called from any thread at any time.
-// Lifetime: counters are never destroyed.
+// Internal: answering a call whose deadline passed without parsing its
+// request or running its handler (sync_handler.h, async.h; counted for
+// stats.h). Cancellation is not checked: IsCancelled() polls the sync
+// call's queue (28-44 us of CPU, docs/raw/overload/shed_check.md) and is
+// not valid on the async API before AsyncNotifyWhenDone's tag.
+// Thread-safe; counters are never destroyed.
 #ifndef ARENARPC_GRPC_INTERNAL_SHED_H_
 #define ARENARPC_GRPC_INTERNAL_SHED_H_
 
