@@ -10,7 +10,6 @@ bool ArenasDisabled() {
 #ifdef ARENARPC_DISABLE_ARENAS
   return true;
 #else
-  // Read once: the mode of an installed allocator must not change later.
   static const bool disabled = [] {
     const char* v = std::getenv("ARENARPC_DISABLE_ARENAS");
     return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;

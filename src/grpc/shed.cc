@@ -9,33 +9,29 @@
 namespace arenarpc::internal {
 namespace {
 
-struct ShedRegistry {
-  Mutex mu;
-  // Values never move or die: handlers keep pointers to them.
-  std::map<std::string, ShedCounters*, std::less<>> methods ABSL_GUARDED_BY(mu);
-};
-ShedRegistry& Registry() {
-  static auto* const registry = new ShedRegistry;
-  return *registry;
+// `make`: made on first use, else nullptr if missing. Entries never move
+// or die: handlers keep pointers to them.
+ShedCounters* Lookup(std::string_view method, bool make) {
+  static Mutex mu;
+  static auto* const methods ABSL_PT_GUARDED_BY(mu) =
+      new std::map<std::string, ShedCounters, std::less<>>();
+  MutexLock lock(&mu);
+  auto it = methods->find(method);
+  if (it == methods->end()) {
+    if (!make) return nullptr;
+    it = methods->try_emplace(std::string(method)).first;
+  }
+  return &it->second;
 }
 
 }  // namespace
 
 ShedCounters* ShedCountersFor(std::string_view method) {
-  ShedRegistry& r = Registry();
-  MutexLock lock(&r.mu);
-  auto it = r.methods.find(method);
-  if (it != r.methods.end()) return it->second;
-  ShedCounters* c = new ShedCounters;
-  r.methods.emplace(std::string(method), c);
-  return c;
+  return Lookup(method, /*make=*/true);
 }
 
 const ShedCounters* FindShedCounters(std::string_view method) {
-  ShedRegistry& r = Registry();
-  MutexLock lock(&r.mu);
-  auto it = r.methods.find(method);
-  return it == r.methods.end() ? nullptr : it->second;
+  return Lookup(method, /*make=*/false);
 }
 
 void AnswerPastDeadline(ShedCounters* counters, ::grpc::Status* answer) {

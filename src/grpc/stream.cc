@@ -1,10 +1,9 @@
 #include "arenarpc/grpc/stream.h"
 
 #include <array>
-#include <cstdio>
-#include <cstdlib>
 
 #include "arenarpc/grpc/streaming.h"
+#include "arenarpc/internal/check.h"
 #include "arenarpc/internal/striped_counter.h"
 
 namespace arenarpc {
@@ -23,18 +22,13 @@ using internal::StreamGeneration;
 namespace {
 
 // Process-wide mirror of every StreamArena's stats_: striped, because many
-// streams make messages at once.
+// streams make messages at once. Never destroyed.
 struct Totals {
-  internal::StripedCounter streams;
-  internal::StripedCounter streams_created;
-  internal::StripedCounter messages;
-  internal::StripedCounter generations;
-  internal::StripedCounter live_messages;
-  internal::StripedCounter live_generations;
+  internal::StripedCounter streams, streams_created, messages, generations,
+      live_messages, live_generations;
 };
-
 Totals& GetTotals() {
-  static Totals* const totals = new Totals();  // outlives all streams
+  static Totals* const totals = new Totals();
   return *totals;
 }
 
@@ -47,14 +41,12 @@ uint64_t Read(const internal::StripedCounter& c) {
 
 StreamArenaTotals GetStreamArenaTotals() {
   const Totals& t = GetTotals();
-  StreamArenaTotals s;
-  s.streams = Read(t.streams);
-  s.streams_created = Read(t.streams_created);
-  s.messages = Read(t.messages);
-  s.generations = Read(t.generations);
-  s.live_messages = Read(t.live_messages);
-  s.live_generations = Read(t.live_generations);
-  return s;
+  return {.streams = Read(t.streams),
+          .streams_created = Read(t.streams_created),
+          .messages = Read(t.messages),
+          .generations = Read(t.generations),
+          .live_messages = Read(t.live_messages),
+          .live_generations = Read(t.live_generations)};
 }
 
 StreamArena::StreamArena(size_t recycle_bytes) : recycle_bytes_(recycle_bytes) {
@@ -64,61 +56,55 @@ StreamArena::StreamArena(size_t recycle_bytes) : recycle_bytes_(recycle_bytes) {
 
 StreamArena::~StreamArena() {
   internal::MutexLock lock(&mu_);
-  if (stats_.live_messages != 0) {
-    std::fprintf(stderr,
-                 "arenarpc: StreamArena destroyed with %llu live messages\n",
-                 static_cast<unsigned long long>(stats_.live_messages));
-    std::abort();
-  }
+  ARENARPC_CHECK(stats_.live_messages == 0,
+                 "StreamArena destroyed with live messages");
   if (current_ != nullptr) GetTotals().live_generations.Add(-1);
   GetTotals().streams.Add(-1);
   delete current_;
 }
 
-StreamGeneration* StreamArena::Acquire() {
+namespace {
+// One of a StreamArena's counters and its process-wide total.
+void Count(uint64_t& stat, internal::StripedCounter& total, int64_t delta) {
+  stat += delta;
+  total.Add(delta);
+}
+}  // namespace
+
+StreamGeneration* StreamArena::Acquire(ScopedArena** arena) {
   internal::MutexLock lock(&mu_);
+  Totals& t = GetTotals();
   if (current_ != nullptr && current_->used) {
     if (current_->live == 0) {
       // Nothing alive on it: give its pages back, start clean.
       delete current_;
       current_ = nullptr;
-      --stats_.live_generations;
-      GetTotals().live_generations.Add(-1);
+      Count(stats_.live_generations, t.live_generations, -1);
     } else if (current_->arena.SpaceAllocated() >= recycle_bytes_) {
-      // Still in use: released by its last message (Unref).
-      current_ = nullptr;
+      current_ = nullptr;  // still in use: released by its last message
     }
   }
   if (current_ == nullptr) {
     current_ = new StreamGeneration();
-    ++stats_.generations;
-    ++stats_.live_generations;
-    GetTotals().generations.Add(1);
-    GetTotals().live_generations.Add(1);
+    Count(stats_.generations, t.generations, 1);
+    Count(stats_.live_generations, t.live_generations, 1);
   }
   current_->used = true;
   ++current_->live;
-  ++stats_.messages;
-  ++stats_.live_messages;
-  GetTotals().messages.Add(1);
-  GetTotals().live_messages.Add(1);
+  Count(stats_.messages, t.messages, 1);
+  Count(stats_.live_messages, t.live_messages, 1);
+  *arena = &current_->arena;
   return current_;
-}
-
-ScopedArena& StreamArena::ArenaOf(StreamGeneration* generation) {
-  return generation->arena;
 }
 
 void StreamArena::Unref(StreamGeneration* generation) {
   StreamGeneration* dead = nullptr;
   {
     internal::MutexLock lock(&mu_);
-    --stats_.live_messages;
-    GetTotals().live_messages.Add(-1);
+    Count(stats_.live_messages, GetTotals().live_messages, -1);
     if (--generation->live == 0 && generation != current_) {
       dead = generation;
-      --stats_.live_generations;
-      GetTotals().live_generations.Add(-1);
+      Count(stats_.live_generations, GetTotals().live_generations, -1);
     }
   }
   delete dead;  // outside the lock: runs message destructors
@@ -134,17 +120,12 @@ StreamArenaStats StreamArena::Stats() const {
 namespace {
 
 struct MessagesTotals {
-  internal::StripedCounter streams;
-  internal::StripedCounter streams_opened;
+  internal::StripedCounter streams, streams_opened, live_messages, arena_resets,
+      arena_bytes, sampled;
   std::array<internal::StripedCounter, kNumAllocationModes> messages;
-  internal::StripedCounter live_messages;
-  internal::StripedCounter arena_resets;
-  internal::StripedCounter arena_bytes;
-  internal::StripedCounter sampled;
 };
-
 MessagesTotals& GetMessagesTotals() {
-  static MessagesTotals* const totals = new MessagesTotals();  // never dies
+  static MessagesTotals* const totals = new MessagesTotals();
   return *totals;
 }
 
@@ -176,16 +157,15 @@ void RecordStreamRelease(AllocationMode mode, uint64_t arena_bytes,
 
 StreamTotals GetStreamTotals() {
   const MessagesTotals& t = GetMessagesTotals();
-  StreamTotals s;
-  s.streams = Read(t.streams);
-  s.streams_opened = Read(t.streams_opened);
+  StreamTotals s{.streams = Read(t.streams),
+                 .streams_opened = Read(t.streams_opened),
+                 .live_messages = Read(t.live_messages),
+                 .arena_resets = Read(t.arena_resets),
+                 .arena_bytes = Read(t.arena_bytes),
+                 .sampled = Read(t.sampled)};
   for (int i = 0; i < kNumAllocationModes; ++i) {
     s.messages[i] = Read(t.messages[i]);
   }
-  s.live_messages = Read(t.live_messages);
-  s.arena_resets = Read(t.arena_resets);
-  s.arena_bytes = Read(t.arena_bytes);
-  s.sampled = Read(t.sampled);
   return s;
 }
 

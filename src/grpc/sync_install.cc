@@ -1,6 +1,6 @@
 // What the sync adapter relies on in gRPC, checked when this file compiles
 // (docs/DESIGN.md, "Sync services: the handler swap"): a gRPC that differs
-// fails the build here, with a message, rather than misbehaving.
+// fails the build here rather than misbehaving.
 #include <grpcpp/impl/rpc_service_method.h>
 #include <grpcpp/impl/service_type.h>
 #include <grpcpp/support/method_handler.h>
@@ -21,11 +21,9 @@ namespace {
 using Methods =
     std::vector<std::unique_ptr<::grpc::internal::RpcServiceMethod>>;
 
-// grpc::Service keeps its methods in a private vector that only the server
-// reads. Naming a private member in an explicit instantiation is allowed
-// ([temp.spec.general]); the friend defined by that instantiation hands the
-// member pointer out. If this stops compiling, the gRPC in use keeps its
-// methods differently: the sync adapter cannot be built for it.
+// grpc::Service's private vector of methods: naming a private member in an
+// explicit instantiation is allowed ([temp.spec.general]); the friend it
+// defines hands the member pointer out.
 using MethodsPtr = Methods(::grpc::Service::*);
 MethodsPtr ServiceMethodsMember();
 template <MethodsPtr kMember>
@@ -59,10 +57,7 @@ static_assert(
     "arenarpc's sync adapter: gRPC's UnaryRunHandlerHelper or "
     "HandlerParameter differ from gRPC 1.51's");
 
-// Deserialize -> RunHandler hand-off: gRPC's sync server passes nullptr
-// as handler_data, so the call's holder (or its unparsed request) is
-// parked under its call. Sharded so that call threads rarely meet on a
-// lock.
+// Parked calls, sharded so that call threads rarely meet on a lock.
 constexpr int kShards = 16;
 struct Shard {
   Mutex mu;
@@ -87,11 +82,8 @@ void ParkCall(const void* call, ParkedCall parked) {
 ParkedCall TakeCall(const void* call) {
   Shard& s = ShardOf(call);
   MutexLock lock(&s.mu);
-  auto it = s.parked.find(call);
-  if (it == s.parked.end()) return {};
-  ParkedCall parked = it->second;
-  s.parked.erase(it);
-  return parked;
+  auto node = s.parked.extract(call);
+  return node.empty() ? ParkedCall{} : node.mapped();
 }
 
 size_t ParkedHolders() {

@@ -724,5 +724,34 @@ TEST(StreamInstallReport, CountsAsStreamingNotUnary) {
             "test.Report/Get (async completion-queue method)");
 }
 
+// As a unary install: the same method installed again with other kAuto or
+// shadow options is refused, loudly (its report), and its streams are heap
+// ones, unmeasured; the first install keeps its options.
+TEST(StreamInstallReport, InstallingAgainWithOtherOptionsIsRefused) {
+  ServerOptions first(AllocationMode::kAuto);
+  first.automatic.recheck_after_s = 60;
+  StreamMethod<Chunk, Chunk> a("test.Refuse/Chat", first);
+  StreamMethod<Chunk, Chunk> same("test.Refuse/Chat", first,
+                                  ServerApi::kCallback);
+  EXPECT_TRUE(same.report().served);
+  ServerOptions other = first;
+  other.shadow.sample_one_in = 1;
+  StreamMethod<Chunk, Chunk> refused("test.Refuse/Chat", other);
+  EXPECT_FALSE(refused.report().served);
+  EXPECT_FALSE(refused.report().unary);
+  EXPECT_NE(refused.report().reason.find("other kAuto or shadow options"),
+            std::string::npos);
+  const uint64_t sampled = GetStreamTotals().sampled;
+  StreamMessages<Chunk> in = refused.Requests();
+  for (int i = 0; i < 20; ++i) {
+    FillChunk(i, 1 << 10, in.Next());
+    EXPECT_EQ(in.mode(), AllocationMode::kHeap);
+  }
+  in.Release();
+  EXPECT_EQ(GetStreamTotals().sampled, sampled);
+  StreamMessages<Chunk> out = a.Responses();
+  EXPECT_NE(out.Next(), nullptr);
+}
+
 }  // namespace
 }  // namespace arenarpc

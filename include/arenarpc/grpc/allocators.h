@@ -1,10 +1,8 @@
-// The allocation modes on gRPC: grpc::MessageAllocators that give each
-// unary call its request and response as heap objects, on pooled arenas,
-// reused from pools, or as kAuto picks. An install (arenarpc/grpc/install.h)
-// chooses among them from ServerOptions (arenarpc/grpc/server_options.h);
-// use them directly only where gRPC takes an allocator and no install
-// applies. Why it works this way: docs/DESIGN.md, "gRPC: the server
-// allocators".
+// The allocation modes as grpc::MessageAllocators, giving each unary call
+// its request and response. An install (arenarpc/grpc/install.h) chooses
+// among them from ServerOptions; use them directly only where gRPC takes an
+// allocator and no install applies (docs/DESIGN.md, "gRPC: the server
+// allocators").
 //
 //   // The process-wide allocator of a mode, kill switch applied:
 //   service.SetMessageAllocatorFor_Echo(
@@ -15,36 +13,20 @@
 //   // mode frees it):
 //   context->GetRpcAllocatorState()->FreeRequest();
 //
-// Modes (what a call's request and response are made of):
-//  - kHeap: plain heap objects, as gRPC does without an allocator (counted).
-//  - kArena: each on a pooled ScopedArena owned by the call; the arenas go
-//    back to the pool when the call is released (callback API: after the
-//    reactor's OnDone; sync API: once the response is sent).
-//  - kReuse: borrowed from process-wide MessagePool<T>s (DefaultMessagePool,
-//    one per message type) and returned cleared, the pool's guards applied.
-//  - kAuto: per method, one of the three above, picked by measuring the
-//    method's own calls: a few are served in each mode and timed where they
-//    run (sync and callback calls; async ones with arenarpc/grpc/async.h's
-//    lines); starts on kArena. Choices and costs: GetGrpcStats().auto_methods
-//    and the Prometheus text (arenarpc/grpc/server_options.h, AutoOptions).
-// Over ServerOptions::max_pooled_bytes, kArena and kReuse (and kAuto's
-// picks) serve heap messages instead. The kill switch
-// (arenarpc/grpc/kill_switch.h) turns every mode into kHeap.
-// FreeRequest(): kHeap destroys the request, kArena releases the request's
-// arena, kReuse returns the request to its pool. The handler must not touch
-// the request afterwards (gRPC's own default holder ignores FreeRequest;
-// ours do not).
+// Modes (docs/MODES.md): kHeap, heap objects as gRPC makes them (counted);
+// kArena, each message on a pooled ScopedArena owned by the call; kReuse,
+// borrowed from DefaultMessagePool<T> and returned cleared; kAuto, per
+// method, one of the three picked by timing the method's own calls. Over
+// ServerOptions::max_pooled_bytes calls get heap messages; the kill switch
+// (kill_switch.h) makes every mode kHeap. After FreeRequest() (which gRPC's
+// own holder ignores) the handler must not touch the request.
 //
-// Thread safety: allocators are thread-safe (gRPC calls them concurrently);
-// a call's holder is used by one call at a time, as gRPC guarantees.
-// Lifetime: DefaultMessageAllocator()'s allocators and DefaultMessagePool()'s
-// pools are process-wide and never destroyed (gRPC requires allocators to
-// outlive the server). An install of kAuto, or with shadow measurement on,
-// makes one MeteredMessageAllocator per method and mode, also never
-// destroyed (install once per service, not once per call; installing the
-// same method and mode again reuses the first install's allocator, and is
-// refused if it asks for other options). An allocator you make yourself
-// must outlive the server.
+// Thread safety: allocators are thread-safe; a call's holder is used by one
+// call at a time, as gRPC guarantees.
+// Lifetime: DefaultMessageAllocator()'s allocators, DefaultMessagePool()'s
+// pools and an install's MeteredMessageAllocator (one per method and mode:
+// install once per service, not per call) are process-wide and never
+// destroyed. An allocator you make yourself must outlive the server.
 #ifndef ARENARPC_GRPC_ALLOCATORS_H_
 #define ARENARPC_GRPC_ALLOCATORS_H_
 
@@ -80,8 +62,8 @@ std::string TypePairName() {
 }
 }  // namespace internal
 
-// kReuse's pool of T, one per process (see "Lifetime" above); its stats
-// and trimming are registered on first use.
+// kReuse's pool of T, one per process; its stats and trimming are
+// registered on first use.
 template <class T>
 MessagePool<T>& DefaultMessagePool() {
   static MessagePool<T>* const pool = [] {
@@ -101,8 +83,7 @@ MessagePool<T>& DefaultMessagePool() {
 }
 
 namespace internal {
-// kAuto: gives back the idle instances of a method's kReuse pools once it
-// stops running calls in reuse (src/grpc/auto_method.cc).
+// kAuto: gives back a method's idle kReuse instances once it leaves reuse.
 template <class Req, class Resp>
 void TrimDefaultMessagePools() {
   DefaultMessagePool<Req>().Trim();
@@ -110,60 +91,91 @@ void TrimDefaultMessagePools() {
   DefaultMessagePool<Resp>().Trim();
   DefaultMessagePool<Resp>().ReleaseIdleCaches(std::chrono::milliseconds(0));
 }
+
+// The mode a call (or streamed message) of a method installed in
+// `installed` runs in: heap over the pooled-memory cap (no trial handed
+// out), else kAuto's pick (*timing set for a trial).
+inline AllocationMode CallMode(AllocationMode installed, AutoMethod* automatic,
+                               CallKind kind, double request_bytes,
+                               CallTiming* timing) {
+  if (installed != AllocationMode::kHeap && OverPooledCap()) {
+    return AllocationMode::kHeap;
+  }
+  if (automatic == nullptr) return installed;
+  return automatic->ModeForCall(kind, request_bytes, timing);
+}
+
+// A call's holder in `mode` (not kAuto), counted; kReuse's messages from
+// the given pools (null: the default ones).
+template <class Req, class Resp>
+CallHolder<Req, Resp>* NewHolder(AllocationMode mode, ShadowMeter* sampler,
+                                 CallTiming* timing,
+                                 MessagePool<Req>* requests = nullptr,
+                                 MessagePool<Resp>* responses = nullptr) {
+  RecordAllocate(mode);
+  switch (mode) {
+    case AllocationMode::kArena:
+      return new ArenaHolder<Req, Resp>(sampler, *timing);
+    case AllocationMode::kReuse: {
+      PooledMessage<Req> request =
+          (requests != nullptr ? *requests : DefaultMessagePool<Req>())
+              .Acquire();
+      PooledMessage<Resp> response =
+          (responses != nullptr ? *responses : DefaultMessagePool<Resp>())
+              .Acquire();
+      timing->warming = request.new_instance() || response.new_instance();
+      return new ReuseHolder<Req, Resp>(std::move(request), std::move(response),
+                                        sampler, *timing);
+    }
+    default:
+      return new HeapHolder<Req, Resp>(sampler, *timing);
+  }
+}
+
+// A fixed mode's allocator.
+template <class Req, class Resp, AllocationMode kMode>
+class FixedMessageAllocator : public ::grpc::MessageAllocator<Req, Resp> {
+ public:
+  ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
+    CallTiming timing;
+    return NewHolder<Req, Resp>(
+        CallMode(kMode, nullptr, CallKind::kCallback, 0, &timing), nullptr,
+        &timing, requests_, responses_);
+  }
+
+ protected:
+  MessagePool<Req>* requests_ = nullptr;
+  MessagePool<Resp>* responses_ = nullptr;
+};
 }  // namespace internal
 
-// kHeap (see "Modes" above).
 template <class Req, class Resp>
-class HeapMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
- public:
-  ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
-    internal::RecordAllocate(AllocationMode::kHeap);
-    return new internal::HeapHolder<Req, Resp>(nullptr);
-  }
+class HeapMessageAllocator final
+    : public internal::FixedMessageAllocator<Req, Resp, AllocationMode::kHeap> {
 };
 
-// kArena (see "Modes" above).
 template <class Req, class Resp>
-class ArenaMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
- public:
-  ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
-    if (internal::OverPooledCap()) {
-      internal::RecordAllocate(AllocationMode::kHeap);
-      return new internal::HeapHolder<Req, Resp>(nullptr);
-    }
-    internal::RecordAllocate(AllocationMode::kArena);
-    return new internal::ArenaHolder<Req, Resp>(nullptr);
-  }
-};
+class ArenaMessageAllocator final
+    : public internal::FixedMessageAllocator<Req, Resp,
+                                             AllocationMode::kArena> {};
 
-// kReuse (see "Modes" above).
 template <class Req, class Resp>
-class ReuseMessageAllocator final : public ::grpc::MessageAllocator<Req, Resp> {
+class ReuseMessageAllocator final
+    : public internal::FixedMessageAllocator<Req, Resp,
+                                             AllocationMode::kReuse> {
  public:
   // Pools must outlive the allocator; by default the shared ones.
   ReuseMessageAllocator(
       MessagePool<Req>* requests = &DefaultMessagePool<Req>(),
-      MessagePool<Resp>* responses = &DefaultMessagePool<Resp>())
-      : requests_(requests), responses_(responses) {}
-
-  ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
-    if (internal::OverPooledCap()) {
-      internal::RecordAllocate(AllocationMode::kHeap);
-      return new internal::HeapHolder<Req, Resp>(nullptr);
-    }
-    internal::RecordAllocate(AllocationMode::kReuse);
-    return new internal::ReuseHolder<Req, Resp>(requests_->Acquire(),
-                                                responses_->Acquire(), nullptr);
+      MessagePool<Resp>* responses = &DefaultMessagePool<Resp>()) {
+    this->requests_ = requests;
+    this->responses_ = responses;
   }
-
- private:
-  MessagePool<Req>* const requests_;
-  MessagePool<Resp>* const responses_;
 };
 
 // kAuto, or any mode with shadow measurement, per method: each call in the
-// method's mode (kAuto: the learner's, or a trial), a sampled few measured
-// off the request path (shadow).
+// method's mode (kAuto: the learner's pick), a sampled few measured off the
+// request path.
 template <class Req, class Resp>
 class MeteredMessageAllocator final
     : public ::grpc::MessageAllocator<Req, Resp> {
@@ -184,8 +196,10 @@ class MeteredMessageAllocator final
                           auto_)) {}
 
   const ServerOptions& options() const { return options_; }
-  // kAuto's learner and trials (null for a fixed mode): never destroyed.
+  // kAuto's learner (null for a fixed mode) and shadow's meter (null when
+  // off): never destroyed.
   internal::AutoMethod* automatic() const { return auto_; }
+  internal::ShadowMeter* shadow() const { return shadow_; }
 
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
     internal::CallTiming timing;
@@ -205,30 +219,11 @@ class MeteredMessageAllocator final
   ::grpc::MessageHolder<Req, Resp>* Allocate(internal::CallKind kind,
                                              double request_bytes,
                                              internal::CallTiming* timing) {
-    AllocationMode mode = options_.mode;
-    // Over the cap no trial is handed out: every call is a heap one.
-    if ((auto_ != nullptr || mode != AllocationMode::kHeap) &&
-        internal::OverPooledCap()) {
-      mode = AllocationMode::kHeap;
-    } else if (auto_ != nullptr) {
-      mode = auto_->ModeForCall(kind, request_bytes, timing);
-    }
+    const AllocationMode mode =
+        internal::CallMode(options_.mode, auto_, kind, request_bytes, timing);
     internal::ShadowMeter* sampler =
         shadow_ != nullptr && shadow_->ShouldSample() ? shadow_ : nullptr;
-    internal::RecordAllocate(mode);
-    switch (mode) {
-      case AllocationMode::kArena:
-        return new internal::ArenaHolder<Req, Resp>(sampler, *timing);
-      case AllocationMode::kReuse: {
-        PooledMessage<Req> request = DefaultMessagePool<Req>().Acquire();
-        PooledMessage<Resp> response = DefaultMessagePool<Resp>().Acquire();
-        timing->warming = request.new_instance() || response.new_instance();
-        return new internal::ReuseHolder<Req, Resp>(
-            std::move(request), std::move(response), sampler, *timing);
-      }
-      default:
-        return new internal::HeapHolder<Req, Resp>(sampler, *timing);
-    }
+    return internal::NewHolder<Req, Resp>(mode, sampler, timing);
   }
 
   const ServerOptions options_;
@@ -236,8 +231,7 @@ class MeteredMessageAllocator final
   internal::ShadowMeter* const shadow_;
 };
 
-// The process-wide allocator of `mode` (after the kill switch) for
-// Req/Resp (see "Lifetime" above).
+// The process-wide allocator of `mode` (after the kill switch).
 template <class Req, class Resp>
 ::grpc::MessageAllocator<Req, Resp>* DefaultMessageAllocator(
     AllocationMode mode) {

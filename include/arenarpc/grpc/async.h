@@ -1,6 +1,6 @@
 // Per-call messages for async completion-queue servers (CallData style):
 // the same modes, auto, shadow measurement, stats and kill switch as the
-// sync and callback installs, a few lines per method.
+// sync and callback installs, a few lines per method (docs/ASYNC.md).
 //
 //   // Once per method, before the server starts (reported like an install):
 //   arenarpc::AsyncMethod<EchoRequest, EchoResponse> echo(
@@ -9,74 +9,43 @@
 //   class CallData {  // gRPC's async greeter, with the messages pooled
 //    public:
 //     CallData(EchoService::AsyncService* service,
-//              grpc::ServerCompletionQueue* cq,
-//              arenarpc::AsyncMethod<EchoRequest, EchoResponse>* echo)
-//         : messages_(echo->NewCall()), responder_(&ctx_), echo_(echo) {
+//              grpc::ServerCompletionQueue* cq)
+//         : messages_(echo.NewCall()), responder_(&ctx_) {
 //       service->RequestEcho(&ctx_, messages_.request(), &responder_, cq, cq,
 //                            this);
 //     }
 //     void Proceed() {   // the request tag: handle it
 //       messages_.Arrived();    // kAuto: first, on the thread of NextTag
 //       grpc::Status late;
-//       if (echo_->DeadlinePassed(ctx_, &late)) {   // no handler
+//       if (echo.DeadlinePassed(ctx_, &late)) {   // no handler
 //         responder_.FinishWithError(late, this);
-//         messages_.Answered(late);
-//         return;
+//         return messages_.Answered(late);
 //       }
 //       Handle(*messages_.request(), messages_.response());
 //       responder_.Finish(*messages_.response(), grpc::Status::OK, this);
 //       messages_.Answered();   // kAuto: after Finish, same thread
 //     }
-//     // The Finish tag (and AsyncNotifyWhenDone's, if used): delete this;
-//     // the messages go back to their pools with it.
+//     // The Finish tag: delete this; the messages go back with it.
 //    private:
-//     // First, so it is destroyed last: gRPC holds the request pointer
-//     // until the request tag (and parses into it again after a request
-//     // that did not parse), the response until Finish's tag.
+//     // First, so destroyed last: gRPC holds the messages until its tags.
 //     arenarpc::CallMessages<EchoRequest, EchoResponse> messages_;
-//     grpc::ServerContext ctx_;  // one per call, never reused
+//     grpc::ServerContext ctx_;
 //     grpc::ServerAsyncResponseWriter<EchoResponse> responder_;
-//     arenarpc::AsyncMethod<EchoRequest, EchoResponse>* echo_;
 //   };
 //
-//   // Each thread serving the server's completion queue `cq`, in place of
-//   // cq.Next(&tag, &ok):
-//   {
-//     void* tag;
-//     bool ok;
-//     while (arenarpc::NextTag(&cq, &tag, &ok)) {
-//       // static_cast<CallData*>(tag)->Proceed(), or delete it
-//     }
-//   }
+//   // Each thread serving the queue, in place of cq.Next(&tag, &ok):
+//   bool ok;
+//   while (arenarpc::NextTag(&cq, &tag, &ok)) Handle(tag, ok);
 //
-// gRPC's async API parses straight into the caller's request object, so a
-// call's messages are taken when its CallData is made (before the call
-// exists) and given back when it is destroyed. A request that fails to parse
-// is not delivered: gRPC requests again into the same object, so in arena
-// mode the bytes such failed parses allocated stay on that call's request
-// arena until the CallData is destroyed (at most the largest accepted
-// message per failure; every mode is correct, only arena keeps them).
-//
-// kAuto learns on the real calls with three lines: NextTag for every Next() of
-// the queue, Arrived() first on the request tag, Answered() right after
-// Finish(). gRPC parses the request inside the Next() that returns its tag and
-// Finish() serializes the response on the calling thread, so the call's CPU is
-// that thread's from before that Next() to after Finish(), plus the messages'
-// making and release; NewCall() hands each call the mode the learner wants to
-// try. A call is counted only if Arrived() runs on the thread whose last
-// NextTag returned its tag (no other call's messages released there in
-// between) and Answered() on that thread before its next Next(); other
-// calls' messages made or released inside the window (the next CallData)
-// are timed and left out. A call answered with a non-OK status
-// (Answered(status)) or not answered is not counted. Without the lines the
-// method stays in its starting mode (arena, or a decisions file's); if
-// more than half of a window of 32 trials is not counted, it stops
-// learning where it is (logged once).
-//
-// Stats count a call when its messages are given back, so the messages of
-// requests still posted when the server shuts down (one per posted
-// RequestXxx, released with their CallData on the !ok tag) count too.
-// A complete server in this shape: examples/echo_async_server.cc.
+// A call's messages are taken when its CallData is made (gRPC's async API
+// parses into the request before handing out the call) and given back when
+// it is destroyed; stats count the call then, so requests still posted at
+// shutdown count too. kAuto learns on the real calls only with the three
+// lines (NextTag, Arrived(), Answered()): a call is timed on the thread of
+// the NextTag that returned its tag, from before that Next() to after
+// Finish() (docs/ASYNC.md, "auto on the async API"); without them the
+// method stays in its starting mode. A complete server in this shape:
+// examples/echo_async_server.cc.
 //
 // Thread safety: AsyncMethod is thread-safe (NewCall from any thread);
 // a CallMessages is used by one call at a time, like its CallData.
@@ -96,10 +65,8 @@
 
 namespace arenarpc {
 
-// cq->Next(tag, ok), and for kAuto the start of a call's window (see the
-// top of this file): the thread's CPU clock is read before Next() while
-// some async method hands out trials (a clock read; otherwise a few
-// thread-local writes).
+// cq->Next(tag, ok), and for kAuto the start of a call's window: the
+// thread's CPU clock is read before Next() while trials are out.
 inline bool NextTag(::grpc::CompletionQueue* cq, void** tag, bool* ok) {
   internal::BeforeAsyncNext();
   return cq->Next(tag, ok);
@@ -116,9 +83,7 @@ class CallMessages {
   CallMessages() = default;
   explicit CallMessages(::grpc::MessageHolder<Req, Resp>* holder)
       : holder_(holder) {}
-  CallMessages(CallMessages&& other) noexcept
-      : holder_(std::exchange(other.holder_, nullptr)),
-        call_(std::move(other.call_)) {}
+  CallMessages(CallMessages&& other) noexcept { *this = std::move(other); }
   CallMessages& operator=(CallMessages&& other) noexcept {
     if (this != &other) {
       Reset();
@@ -127,8 +92,6 @@ class CallMessages {
     }
     return *this;
   }
-  CallMessages(const CallMessages&) = delete;
-  CallMessages& operator=(const CallMessages&) = delete;
   ~CallMessages() { Reset(); }
 
   Req* request() { return holder_->request(); }
@@ -168,30 +131,23 @@ class CallMessages {
 };
 
 // One unary method of an async service: where its calls' messages come
-// from. Constructing it is the method's install: it is listed in stats
-// (api "async") and reports itself in report().
+// from. Constructing it is the method's install (stats, report()).
 template <class Req, class Resp>
 class AsyncMethod {
  public:
   // `method`: "pkg.Service/Method", the method's gRPC name.
-  AsyncMethod(std::string_view method, const ServerOptions& options) {
-    auto choice = internal::AllocatorFor<Req, Resp>(options, method);
-    if (choice.allocator == nullptr) {
-      // Refused (another install of the method, other options): heap, as
-      // gRPC serves it, and the report says why.
-      allocator_ = DefaultMessageAllocator<Req, Resp>(AllocationMode::kHeap);
-      report_ = internal::NotServed(method, std::move(choice.refused));
-      return;
-    }
-    allocator_ = choice.allocator;
-    if (auto* m = dynamic_cast<MeteredMessageAllocator<Req, Resp>*>(
-            choice.allocator)) {
-      metered_ = m;  // kAuto or shadow measurement
-    }
-    shed_ = internal::ShedCountersFor(method);
-    report_ = internal::Served(method, ServerApi::kAsync,
-                               EffectiveAllocationMode(options.mode),
-                               choice.automatic);
+  AsyncMethod(std::string_view method, const ServerOptions& options)
+      : shed_(internal::ShedCountersFor(method)) {
+    auto choice =
+        internal::AllocatorFor<Req, Resp>(options, method, ServerApi::kAsync);
+    // Refused (another install of the method, other options): heap, as
+    // gRPC serves it, and the report says why.
+    allocator_ =
+        choice.allocator != nullptr
+            ? choice.allocator
+            : DefaultMessageAllocator<Req, Resp>(AllocationMode::kHeap);
+    metered_ = choice.metered;
+    report_ = std::move(choice.report);
   }
   AsyncMethod(const AsyncMethod&) = delete;
   AsyncMethod& operator=(const AsyncMethod&) = delete;
@@ -219,11 +175,8 @@ class AsyncMethod {
   const MethodInstall& report() const { return report_; }
 
   // True if the call's deadline has passed, so nobody waits for its
-  // answer: then *answer is DEADLINE_EXCEEDED (counted in stats as shed);
-  // FinishWithError(*answer) and skip the handler. gRPC has parsed the
-  // request by the time its tag arrives: what this saves is the handler
-  // and the response. Cancellation is not checked (IsCancelled() is valid
-  // on the async API only after AsyncNotifyWhenDone's tag).
+  // answer: then FinishWithError(*answer), DEADLINE_EXCEEDED (counted as
+  // shed), and skip the handler. Cancellation is not checked.
   bool DeadlinePassed(const ::grpc::ServerContext& context,
                       ::grpc::Status* answer) {
     return internal::PastDeadline(context, shed_, answer);

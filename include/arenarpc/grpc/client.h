@@ -6,15 +6,14 @@
 //   call.context()->set_deadline(deadline);
 //   stub->async()->Echo(call.context(), call.request(), call.response(),
 //       call.Then([](const grpc::Status& status, EchoResponse* response) {
-//         // runs on a gRPC thread; afterwards context, request, response
-//         // and the arena are released (pages back to the pool)
+//         // runs on a gRPC thread; then everything is released
 //       }));
 //
 //   // Reuse instead of an arena:
 //   static arenarpc::MessagePool<EchoRequest> requests;
 //   static arenarpc::MessagePool<EchoResponse> responses;
 //   arenarpc::ClientCall<EchoRequest, EchoResponse> reused(requests,
-//                                                          responses);
+//   responses);
 //
 //   // Blocking calls need no Then(): the scope frees everything when it ends.
 //   arenarpc::ClientCall<EchoRequest, EchoResponse> blocking;
@@ -29,29 +28,22 @@
 //   rpc->StartCall();
 //   rpc->Finish(queued.response(), &status, tag);
 //
-// gRPC requires the context, request and response of a callback call to
-// stay valid until its callback has run; Then() moves their ownership into
-// the callback it returns. The context is destroyed just before `done` runs,
-// request, response and arena right after it (all of them with the callback
-// if gRPC drops it unrun). Why the context goes first: it holds a reference
-// to the channel, and a caller woken by `done` may drop its own; the last
-// reference then falls on gRPC's callback thread, and gRPC 1.51 shuts its
-// process-wide callback queue down from that queue's own thread (a double
-// free or a hang). So `done` cannot read the context (trailing metadata,
-// peer): use a plain grpc::ClientContext for calls that need it. The accessors
-// keep returning the same pointers after Then(), so Then() may appear in the
-// same argument list as context()/request()/response() (argument evaluation
-// order does not matter). Do not use the ClientCall's accessors once the call
-// may have completed.
-//
-// With ARENARPC_DISABLE_ARENAS the arena flavour allocates on the heap
-// (ScopedArena's kill switch), with no change to this code.
+// gRPC requires a callback call's context, request and response to stay
+// valid until its callback has run: Then() moves them into the callback it
+// returns. The context is destroyed just before `done` runs (so `done`
+// cannot read trailing metadata or the peer: use a plain
+// grpc::ClientContext for that; why: docs/DESIGN_NOTES.md, "Clients: the
+// context goes first"), request, response and arena right after it (all
+// of them with the callback if gRPC drops it unrun). The
+// accessors return the same pointers after Then(), so Then() may share an
+// argument list with them; do not use them once the call may have
+// completed. With ARENARPC_DISABLE_ARENAS the arena is on the heap.
 //
 // Thread safety: a ClientCall is used by one thread until Then(); `done`
 // runs on a gRPC thread. Lifetime: pools passed in must outlive the call,
 // including its callback: the messages go back to them right after `done`
-// returns, so a caller woken by `done` waits for the pools' Stats().in_use
-// to reach 0 before destroying them (examples/echo_client.cc).
+// returns (examples/echo_client.cc waits for their Stats().in_use to reach
+// 0 before destroying them).
 #ifndef ARENARPC_GRPC_CLIENT_H_
 #define ARENARPC_GRPC_CLIENT_H_
 
@@ -73,16 +65,14 @@ template <class Req, class Resp>
 class ClientCall {
  public:
   // Request and response on one pooled arena.
-  ClientCall() : owned_(std::make_unique<State>()) {
-    state_ = owned_.get();
+  ClientCall() : owned_(std::make_unique<State>()), state_(owned_.get()) {
     state_->arena.emplace();
     state_->request = state_->arena->template Create<Req>();
     state_->response = state_->arena->template Create<Resp>();
   }
   // Request and response borrowed from pools (returned cleared).
   ClientCall(MessagePool<Req>& requests, MessagePool<Resp>& responses)
-      : owned_(std::make_unique<State>()) {
-    state_ = owned_.get();
+      : owned_(std::make_unique<State>()), state_(owned_.get()) {
     state_->pooled_request = requests.Acquire();
     state_->pooled_response = responses.Acquire();
     state_->request = state_->pooled_request.get();
@@ -90,7 +80,6 @@ class ClientCall {
   }
   ClientCall(ClientCall&&) noexcept = default;
   ClientCall& operator=(ClientCall&&) noexcept = default;
-  ~ClientCall() = default;
 
   ::grpc::ClientContext* context() const { return &*state_->context; }
   Req* request() const { return state_->request; }

@@ -22,15 +22,14 @@
 //       &cb_service, options, "arenarpc.echo.EchoService/Echo",
 //       &EchoService::CallbackService::SetMessageAllocatorFor_Echo));
 //
-// Sync methods: the handler gRPC generated is swapped for arenarpc's,
-// which takes the call's request and response from the same allocators as
-// the callback API (heap, arena, reuse, auto; shadow measurement, stats,
-// kill switch) and calls the service's own virtual method, on gRPC's sync
-// thread pool; handlers keep their signatures and may block. Install before
-// the server is built (ServerBuilder::BuildAndStart), once per service
-// object: installing again replaces the earlier install.
+// Sync methods: gRPC's generated handler is swapped for arenarpc's, which
+// takes the call's messages from the callback API's allocators and calls
+// the service's own virtual method on gRPC's sync thread pool; handlers
+// keep their signatures and may block. Installing a service object again
+// replaces its install; installing a method again with other kAuto or
+// shadow options is refused (the result says why).
 //
-// Thread safety: install before the server starts, from one thread.
+// Thread safety: install before the server is built, from one thread.
 // Lifetime: allocators are process-wide and never destroyed; a sync
 // method's handler is owned by the service, like gRPC's own.
 #ifndef ARENARPC_GRPC_INSTALL_H_
@@ -51,61 +50,67 @@
 namespace arenarpc {
 namespace internal {
 
-// What AllocatorFor gives: the allocator, kAuto's method (null for a fixed
-// mode), or why the method cannot be served (`allocator` null).
-template <class Req, class Resp>
-struct AllocatorChoice {
-  ::grpc::MessageAllocator<Req, Resp>* allocator = nullptr;
-  const AutoMethod* automatic = nullptr;
-  std::string refused;
-};
 // Whether two installs ask for the same kAuto and shadow options.
 bool SameMeasuring(const ServerOptions& a, const ServerOptions& b);
-
-// A served method, for stats (src/grpc/stats.cc): its API, installed mode,
-// and kAuto's method, whose mode() is the mode it runs in now.
+// A served method, for stats (src/grpc/stats.cc); kAuto's `automatic`
+// gives the mode it runs in now.
 void RecordInstalledMethod(std::string_view method, ServerApi api,
                            AllocationMode installed,
                            const AutoMethod* automatic);
-
-// The allocator `options` gives Req/Resp under the name `method` (never
-// empty: "pkg.Service/Method", or TypePairName): for a
-// fixed mode a process-wide one per mode; for kAuto, or with shadow
-// measurement, one per method and mode, so each method is measured, chosen
-// for and labelled on its own (installing the same method again with the
-// same options shares them; with other options it is refused, loudly).
-template <class Req, class Resp>
-AllocatorChoice<Req, Resp> AllocatorFor(const ServerOptions& options,
-                                        std::string_view method) {
-  const AllocationMode mode = EffectiveAllocationMode(options.mode);
-  ApplyServerLimits(options);
-  if ((mode != AllocationMode::kAuto && options.shadow.sample_one_in <= 0) ||
-      ArenasDisabled()) {
-    return {DefaultMessageAllocator<Req, Resp>(mode), nullptr, {}};
-  }
-  static Mutex mu;
-  static auto* const allocators ABSL_PT_GUARDED_BY(mu) =
-      new std::map<std::pair<std::string, AllocationMode>,
-                   MeteredMessageAllocator<Req, Resp>*>();
-  std::string name(method);
-  MutexLock lock(&mu);
-  auto& allocator = (*allocators)[{name, mode}];
-  ServerOptions o = options;
-  o.mode = mode;
-  if (allocator == nullptr) {
-    allocator = new MeteredMessageAllocator<Req, Resp>(std::move(name), o);
-  } else if (!SameMeasuring(allocator->options(), o)) {
-    return {nullptr, nullptr,
-            "installed before with other kAuto or shadow options (the first "
-            "install's stay)"};
-  }
-  return {allocator, allocator->automatic(), {}};
-}
-
 MethodInstall Served(std::string_view method, ServerApi api,
                      AllocationMode mode, const AutoMethod* automatic);
 MethodInstall NotServed(std::string_view method, std::string reason,
                         bool unary = true);
+
+// What an install of `method` ("pkg.Service/Method", or TypePairName) gets
+// from `options`: for kAuto, or with shadow measurement, `metered`, one
+// per method and mode, so each method is measured, chosen for and labelled
+// on its own; else a fixed mode's process-wide allocator (none for a
+// streaming method: it has no allocator hook). Installing the same method
+// again with the same options shares `metered`; with other options it is
+// refused, loudly: no allocator, and the report says why.
+template <class Req, class Resp>
+struct AllocatorChoice {
+  ::grpc::MessageAllocator<Req, Resp>* allocator = nullptr;
+  MeteredMessageAllocator<Req, Resp>* metered = nullptr;
+  MethodInstall report;
+};
+template <class Req, class Resp>
+AllocatorChoice<Req, Resp> AllocatorFor(const ServerOptions& options,
+                                        std::string_view method, ServerApi api,
+                                        bool unary = true) {
+  const AllocationMode mode = EffectiveAllocationMode(options.mode);
+  ApplyServerLimits(options);
+  AllocatorChoice<Req, Resp> c;
+  if ((mode == AllocationMode::kAuto || options.shadow.sample_one_in > 0) &&
+      !ArenasDisabled()) {
+    static Mutex mu;
+    static auto* const allocators ABSL_PT_GUARDED_BY(mu) =
+        new std::map<std::pair<std::string, AllocationMode>,
+                     MeteredMessageAllocator<Req, Resp>*>();
+    std::string name(method);
+    MutexLock lock(&mu);
+    auto& allocator = (*allocators)[{name, mode}];
+    ServerOptions o = options;
+    o.mode = mode;
+    if (allocator == nullptr) {
+      allocator = new MeteredMessageAllocator<Req, Resp>(std::move(name), o);
+    } else if (!SameMeasuring(allocator->options(), o)) {
+      c.report = NotServed(method,
+                           "installed before with other kAuto or shadow "
+                           "options (the first install's stay)",
+                           unary);
+      return c;
+    }
+    c.allocator = c.metered = allocator;
+  } else if (unary) {
+    c.allocator = DefaultMessageAllocator<Req, Resp>(mode);
+  }
+  c.report = Served(method, api, mode,
+                    c.metered != nullptr ? c.metered->automatic() : nullptr);
+  c.report.unary = unary;
+  return c;
+}
 
 }  // namespace internal
 
@@ -120,14 +125,10 @@ MethodInstall InstallCallbackMethod(
                 "the setter is not a member of this service");
   const std::string name = method.empty() ? internal::TypePairName<Req, Resp>()
                                           : std::string(method);
-  auto choice = internal::AllocatorFor<Req, Resp>(options, name);
-  if (choice.allocator == nullptr) {
-    return internal::NotServed(name, std::move(choice.refused));
-  }
-  (service->*setter)(choice.allocator);
-  return internal::Served(name, ServerApi::kCallback,
-                          EffectiveAllocationMode(options.mode),
-                          choice.automatic);
+  auto choice =
+      internal::AllocatorFor<Req, Resp>(options, name, ServerApi::kCallback);
+  if (choice.allocator != nullptr) (service->*setter)(choice.allocator);
+  return std::move(choice.report);
 }
 
 // Serves the sync method kMethod (&Svc::Service::M) of `service` with
@@ -142,9 +143,6 @@ MethodInstall InstallSyncMethod(Service* service, const ServerOptions& options,
   using Resp = typename Traits::Response;
   static_assert(std::is_base_of_v<Base, Service>,
                 "the method is not a member of this service");
-  static_assert(std::is_base_of_v<google::protobuf::Message, Req> &&
-                    std::is_base_of_v<google::protobuf::Message, Resp>,
-                "arenarpc's allocators need full (non-lite) messages");
   internal::SyncSlot slot = internal::FindSyncSlot(service, method);
   if (slot.method == nullptr) {
     return internal::NotServed(method, std::move(slot.reason));
@@ -159,16 +157,14 @@ MethodInstall InstallSyncMethod(Service* service, const ServerOptions& options,
     return internal::NotServed(
         method, "its handler is not gRPC's generated sync handler");
   }
-  auto choice = internal::AllocatorFor<Req, Resp>(options, method);
-  if (choice.allocator == nullptr) {
-    return internal::NotServed(method, std::move(choice.refused));
+  auto choice =
+      internal::AllocatorFor<Req, Resp>(options, method, ServerApi::kSync);
+  if (choice.allocator != nullptr) {
+    slot.method->SetHandler(new internal::SyncUnaryHandler<kMethod>(
+        static_cast<Base*>(service), choice.allocator,
+        internal::ShedCountersFor(method)));
   }
-  slot.method->SetHandler(new internal::SyncUnaryHandler<kMethod>(
-      static_cast<Base*>(service), choice.allocator,
-      internal::ShedCountersFor(method)));
-  return internal::Served(method, ServerApi::kSync,
-                          EffectiveAllocationMode(options.mode),
-                          choice.automatic);
+  return std::move(choice.report);
 }
 
 // Installs `options` on each given callback setter, e.g.

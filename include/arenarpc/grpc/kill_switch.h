@@ -5,14 +5,10 @@
 //       arenarpc::EffectiveAllocationMode(arenarpc::AllocationMode::kArena);
 //   // kHeap if the switch is on, else kArena.
 //
-// The switch is on when arenarpc is built with ARENARPC_DISABLE_ARENAS, or
-// when the environment variable ARENARPC_DISABLE_ARENAS is set to anything
-// but "" or "0" when it is first read. Every install applies it
-// (arenarpc/grpc/install.h), and so does DefaultMessageAllocator().
-//
-// Thread safety: plain functions, callable from any thread.
-// Lifetime: the environment is read once per process; the answer never
-// changes afterwards (an installed allocator's mode must not change).
+// On when arenarpc is built with ARENARPC_DISABLE_ARENAS, or when the
+// environment variable ARENARPC_DISABLE_ARENAS is set to anything but "" or
+// "0": read once per process, so an installed mode never changes. Every
+// install and DefaultMessageAllocator() apply it. Thread-safe.
 #ifndef ARENARPC_GRPC_KILL_SWITCH_H_
 #define ARENARPC_GRPC_KILL_SWITCH_H_
 

@@ -1,32 +1,25 @@
-// Per-call memory for gRPC unary methods, sync or callback API: everything
-// the old single header held, one include for users' code. Each concept
-// has its own header, which is its manual:
+// Per-call memory for gRPC unary methods, sync or callback API, in one
+// include; each header is its concept's manual:
 //
 //   arenarpc/grpc/server_options.h  ServerOptions: mode, kAuto's budget,
 //                                   idle trimming, the pooled-memory cap
 //   arenarpc/grpc/shadow.h          ShadowOptions: shadow measurement
 //   arenarpc/grpc/allocators.h      the modes as grpc::MessageAllocators,
-//                                   DefaultMessageAllocator,
-//                                   DefaultMessagePool
+//                                   DefaultMessageAllocator/MessagePool
 //   arenarpc/grpc/kill_switch.h     every mode -> kHeap
 //   arenarpc/grpc/install.h         installing them on a service
 //   arenarpc/grpc/stats.h           what they did
 //
-// Without the plugin, a callback service, one setter per method (the
-// generated one-liner for sync and callback services: install.h):
+// Without the plugin (with it: install.h), one setter per method:
 //
 //   #include "arenarpc/grpc/server.h"
 //
 //   EchoServiceImpl service;  // an EchoService::CallbackService
-//   arenarpc::ServerOptions options(arenarpc::AllocationMode::kAuto);
-//   options.shadow.sample_one_in = 100;   // shadow measurement, 1 call in 100
-//   options.idle_trim.idle_ms = 1000;     // memory back after a burst
 //   arenarpc::InstallResult r = arenarpc::InstallMessageAllocators(
-//       &service, options,
+//       &service, arenarpc::AllocationMode::kAuto,
 //       &EchoService::CallbackService::SetMessageAllocatorFor_Echo);
 //   if (!r.ok()) std::cerr << r.status() << "\n";
 //   builder.RegisterService(&service);
-//   ...
 //   std::string metrics = arenarpc::RenderPrometheusStats();
 //
 // Thread safety and lifetime: see each header.

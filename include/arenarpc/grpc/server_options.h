@@ -1,7 +1,6 @@
 // What an install gives a server's methods: the allocation mode, kAuto's
 // learning budget, shadow measurement, giving memory back after a burst,
-// and a cap on pooled memory. Implicit from a mode, so
-// Install*(service, mode) keeps working.
+// and a cap on pooled memory. Implicit from a mode.
 //
 //   arenarpc::ServerOptions options(arenarpc::AllocationMode::kAuto);
 //   options.automatic.max_cpu_share = 0.01;   // kAuto learns on 1 % of CPU
@@ -69,17 +68,11 @@ struct AutoOptions {
 };
 
 // Giving memory back after a burst (off by default): once no call was
-// allocated, no streamed message handed out (StreamMessages, StreamArena)
-// and the library's background thread did no work for idle_ms, that
-// thread trims once per idle period:
-// the shared depot of every registered MessagePool (MessagePool::Trim) and
-// the instances its idle threads cache (MessagePool::ReleaseIdleCaches),
-// every thread's pooled arenas and page cache (ReleaseIdleArenas,
-// PagePool::ReleaseIdleCaches: gRPC's idle threads would pin them), the
-// page pool's depot (PagePool::Trim) and, with glibc, the process heap
-// (malloc_trim(0): free blocks in every arena and the main arena's top, not
-// the top of a thread arena, which glibc keeps up to its M_TRIM_THRESHOLD;
-// docs/OPERATE.md, "Memory"). If the background thread cannot start,
+// allocated, no streamed message handed out and the library's background
+// thread did no work for idle_ms, that thread trims once per idle period:
+// the registered MessagePools' idle instances, every thread's pooled arenas
+// and page cache, the page pool's depot and, with glibc, malloc_trim(0)
+// (docs/OPERATE.md, "Memory"). If the background thread cannot start,
 // there is no trimming: GrpcStats::background_thread_failures.
 struct IdleTrimOptions {
   int idle_ms = 0;  // 0: off
@@ -93,12 +86,9 @@ struct ServerOptions {
   AutoOptions automatic;  // kAuto's budget, prior, decisions file
   IdleTrimOptions idle_trim;
   // Cap on the pooled memory of the process (PagePool::Default()'s mapped
-  // bytes: arena pages in use and cached, kReuse's instances included);
-  // 0: none. While over it, new calls in arena and reuse modes get plain
-  // heap messages (counted: GrpcStats::over_cap_heap_calls) and the depots
-  // are trimmed at once, so pooled memory stops growing; calls are never
-  // failed (a MessageAllocator cannot fail a call; to reject load, limit
-  // streams and memory in gRPC itself, see docs/OPERATE.md).
+  // bytes, kReuse's instances included); 0: none. While over it, new calls
+  // get heap messages (counted: GrpcStats::over_cap_heap_calls) and the
+  // depots are trimmed at once; calls are never failed (docs/OPERATE.md).
   uint64_t max_pooled_bytes = 0;
 };
 

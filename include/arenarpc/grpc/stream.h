@@ -26,25 +26,19 @@
 //     arenarpc::StreamMessage<Resp> response_;
 //   };
 //
-// How. Messages are made on the current "generation", a pooled ScopedArena,
-// and counted. When Create() finds the current generation with no live
-// message, that arena goes back to the pool and a fresh one is taken (so a
-// ping-pong stream reuses one arena's pages per message, "reset between
-// messages"); when the live messages overlap (a reader keeps one while a
-// writer makes another) and the current generation holds more than
-// `recycle_bytes`, a new generation starts and the old one is released when
-// its last message is. Memory is therefore bounded by the messages alive at
-// once, not by the length of the stream.
+// Messages are made on the current "generation", a pooled ScopedArena.
+// Create() on a generation with no live message first gives it back to the
+// pool and takes a fresh one (a ping-pong stream reuses one arena's pages
+// per message); while messages overlap, a generation past `recycle_bytes`
+// is replaced and released with its last message. Memory is bounded by the
+// messages alive at once, not by the length of the stream.
 //
 // Thread safety: Create() and dropping StreamMessages may happen concurrently
 // (a bidi reactor's OnReadDone and OnWriteDone can run on two threads); a
 // StreamMessage itself is not thread-safe.
 // Lifetime: every StreamMessage must be destroyed before its StreamArena
-// (checked in every build: the destructor aborts naming the live messages);
-// a message lives until its StreamMessage is destroyed or reset. Using it
-// after that is undefined behaviour; ASan reports it once its generation's
-// arena is back in the pool (the current generation stays live until the
-// next Create()).
+// (checked in every build: the destructor aborts); a message lives until
+// its StreamMessage is destroyed or reset.
 #ifndef ARENARPC_GRPC_STREAM_H_
 #define ARENARPC_GRPC_STREAM_H_
 
@@ -70,10 +64,7 @@ template <class T>
 class StreamMessage {
  public:
   StreamMessage() = default;
-  StreamMessage(StreamMessage&& o) noexcept
-      : owner_(std::exchange(o.owner_, nullptr)),
-        generation_(std::exchange(o.generation_, nullptr)),
-        message_(std::exchange(o.message_, nullptr)) {}
+  StreamMessage(StreamMessage&& o) noexcept { *this = std::move(o); }
   StreamMessage& operator=(StreamMessage&& o) noexcept {
     if (this != &o) {
       reset();
@@ -127,9 +118,9 @@ class StreamArena {
   template <class T>
   friend class StreamMessage;
   // The generation to make a message on (rotated if needed), with its
-  // count already taken.
-  internal::StreamGeneration* Acquire() ABSL_LOCKS_EXCLUDED(mu_);
-  ScopedArena& ArenaOf(internal::StreamGeneration* generation);
+  // count taken, and its arena.
+  internal::StreamGeneration* Acquire(ScopedArena** arena)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void Unref(internal::StreamGeneration* generation) ABSL_LOCKS_EXCLUDED(mu_);
 
   const size_t recycle_bytes_;
@@ -153,11 +144,11 @@ StreamArenaTotals GetStreamArenaTotals();
 
 template <class T, class... Args>
 StreamMessage<T> StreamArena::Create(Args&&... args) {
-  internal::StreamGeneration* g = Acquire();
-  // ScopedArena::Create is thread-safe; the generation cannot go away: we
-  // hold a count on it.
-  T* message = ArenaOf(g).template Create<T>(std::forward<Args>(args)...);
-  return StreamMessage<T>(this, g, message);
+  ScopedArena* arena = nullptr;
+  internal::StreamGeneration* g = Acquire(&arena);
+  // ScopedArena::Create is thread-safe; our count keeps the generation.
+  return StreamMessage<T>(
+      this, g, arena->template Create<T>(std::forward<Args>(args)...));
 }
 
 template <class T>

@@ -1,7 +1,6 @@
 // Pooled messages for streaming methods (server-, client- and
 // bidi-streaming; sync and callback API), with the unary path's modes,
-// auto, stats and kill switch, and memory bounded by one message per
-// direction however long the stream.
+// auto, stats and kill switch.
 //
 //   // Once per method, before the server starts (reported like an install):
 //   arenarpc::StreamMethod<Point, RouteSummary> record(
@@ -14,13 +13,10 @@
 //                              RouteSummary* summary) override {
 //       arenarpc::StreamMessages<Point> points = record.Requests();
 //       while (reader->Read(points.Next())) Visit(*points);   // was &point
-//       ...
 //       return grpc::Status::OK;
 //     }
 //   };
-//   // Server-streaming writes the same way:
-//   //   auto out = method.Responses();
-//   //   Feature* f = out.Next(); Fill(f); writer->Write(*f);
+//   // Writes: Feature* f = out.Next(); Fill(f); writer->Write(*f);
 //
 //   // Callback API: the reactor owns the StreamMessages; OnDone ends them.
 //   class Reader : public grpc::ServerReadReactor<Point> {
@@ -34,76 +30,46 @@
 //     arenarpc::StreamMessages<Point> points_;
 //   };
 //
-// Each Next() releases the previous message and hands out a fresh one in the
-// method's mode; gRPC's Read parses into it in place, Write serializes from
-// it. So a stream holds at most one message per StreamMessages, whatever
-// its length:
-//   heap   gRPC's default for a stream (route_guide's loop): one heap
-//          message per StreamMessages, cleared and parsed into again; it
-//          keeps the capacity of the largest message seen, and Clear()
-//          frees what it drops, so nothing piles up (counted). Requests()
-//          leave the clearing to gRPC's parse, as gRPC's loop does: until
-//          a Read fills it, the message still holds the previous one
-//          (clearing it at Next() as well cost small streams 5-9 %,
-//          docs/DESIGN_NOTES.md "Streaming"); Responses() are cleared;
-//   arena  each message on its own pooled ScopedArena, released at the next
-//          Next(): one arena's pages reused message after message (a single
-//          arena message parsed into again would grow: what Clear() drops
-//          stays on its arena until the arena goes);
-//   reuse  a PooledMessage from DefaultMessagePool<T> (the unary reuse
-//          mode's pool) per message: returned at the next Next() with the
-//          pool's growth, garbage and age guards, so capacity follows
-//          recent messages and the per-thread cache hands the same instance
-//          back;
-//   auto   kAuto's learner, per method, as on unary methods: a few messages
-//          are served in each mode and timed from their Next() to their
-//          release (on one thread, with no other call's messages between),
-//          within the same CPU budget; each Next() uses the current pick.
-//          The method's costs are in GetGrpcStats().auto_methods.
-// The kill switch (grpc/kill_switch.h) makes every mode heap; over
-// ServerOptions::max_pooled_bytes a message is a heap one.
+// Each Next() releases the previous message and hands out a fresh one in
+// the method's mode, so a stream holds at most one message per
+// StreamMessages, whatever its length: heap, one message parsed into again
+// as gRPC's own loop (Requests() leave the clearing to the parse); arena,
+// each message on its own pooled ScopedArena; reuse, a PooledMessage from
+// DefaultMessagePool<T>; auto, per method, each message timed from its
+// Next() to its release (docs/MODES.md). The kill switch and
+// max_pooled_bytes make messages heap ones. gRPC allocates a
+// server-streaming method's request and a client-streaming method's
+// response itself: they are not served.
 //
-// gRPC allocates a server-streaming method's request and a client-streaming
-// method's response itself (no hook): only the streamed messages are served.
-//
-// Thread safety: StreamMethod is thread-safe (Requests()/Responses() from
-// any thread). A StreamMessages is used by one thread at a time: for a
-// callback reactor that holds, since gRPC runs OnReadDone (OnWriteDone) after
-// the read (write) it completes, possibly on another thread; give reads and
-// writes a StreamMessages each (a bidi reactor reads and writes at once).
+// Thread safety: StreamMethod is thread-safe. A StreamMessages is used by
+// one thread at a time (a reactor's OnReadDone runs after the read it
+// completes); give reads and writes one each.
 // Lifetime: a message lives until the next Next(), Release() or the
-// StreamMessages' destruction; the message passed to StartRead/StartWrite
-// must not be replaced before OnReadDone/OnWriteDone. A callback reactor's
-// StreamMessages die with it in OnDone, which gRPC calls after the last
-// read and write. A StreamMethod must outlive its streams (declare it next
-// to the service); its measuring state is process-wide and never destroyed.
+// StreamMessages' end, and must not be replaced while a read or write into
+// it is in flight. A StreamMethod must outlive its streams.
 #ifndef ARENARPC_GRPC_STREAMING_H_
 #define ARENARPC_GRPC_STREAMING_H_
 
 #include <google/protobuf/message.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
-#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "arenarpc/arena.h"
 #include "arenarpc/grpc/install.h"
 #include "arenarpc/grpc/server.h"
-#include "arenarpc/internal/mutex.h"
 #include "arenarpc/message_pool.h"
 
 namespace arenarpc {
 
-// Every StreamMessages of the process summed (GetStreamTotals();
-// RenderPrometheusStats() exports it as arenarpc_grpc_streaming_*).
-// Thread-safe; read without stopping the streams.
+// Every StreamMessages of the process summed (Prometheus:
+// arenarpc_grpc_streaming_*), read without stopping the streams.
 struct StreamTotals {
   uint64_t streams = 0;         // StreamMessages alive now
   uint64_t streams_opened = 0;  // made so far
@@ -123,46 +89,19 @@ void RecordStreamMessage(AllocationMode mode);
 void RecordStreamRelease(AllocationMode mode, uint64_t arena_bytes,
                          bool sampled);
 
-// A stream method's kAuto learner and shadow meter (each null when off),
-// one per name and mode, never destroyed.
+// A stream method's kAuto learner and shadow meter (each null when off).
 struct StreamMeters {
   AutoMethod* automatic = nullptr;
   ShadowMeter* shadow = nullptr;
 };
-template <class Req, class Resp>
-StreamMeters StreamMetersFor(const ServerOptions& options,
-                             std::string_view name) {
-  const AllocationMode mode = EffectiveAllocationMode(options.mode);
-  if ((mode != AllocationMode::kAuto && options.shadow.sample_one_in <= 0) ||
-      ArenasDisabled()) {
-    return {};
-  }
-  static Mutex mu;
-  static auto* const meters ABSL_PT_GUARDED_BY(mu) =
-      new std::map<std::pair<std::string, AllocationMode>, StreamMeters>();
-  MutexLock lock(&mu);
-  StreamMeters& m = (*meters)[{std::string(name), mode}];
-  if (m.automatic == nullptr && m.shadow == nullptr) {
-    if (mode == AllocationMode::kAuto) {
-      m.automatic = new AutoMethod(std::string(name), options.automatic,
-                                   Req::descriptor(), Resp::descriptor(),
-                                   &TrimDefaultMessagePools<Req, Resp>);
-    }
-    if (options.shadow.sample_one_in > 0) {
-      m.shadow = new ShadowMeter(std::string(name), mode, options.shadow,
-                                 &Req::default_instance(),
-                                 &Resp::default_instance(), m.automatic);
-    }
-  }
-  return m;
-}
 }  // namespace internal
 
-// One stream's messages in one direction. Move-only (moving keeps the
-// current message where it is; do not move while a read or write into it is
-// in flight).
+// One stream's messages in one direction. Move-only (not while a read or
+// write into the current message is in flight).
 template <class T>
 class StreamMessages {
+  using Message = google::protobuf::Message;
+
  public:
   StreamMessages(StreamMessages&& o) noexcept
       : meters_(o.meters_),
@@ -183,52 +122,31 @@ class StreamMessages {
     }
     internal::RecordStreamOpen();
   }
-  StreamMessages& operator=(StreamMessages&&) = delete;
-  StreamMessages(const StreamMessages&) = delete;
-  StreamMessages& operator=(const StreamMessages&) = delete;
   ~StreamMessages() {
     Release();
     internal::RecordStreamClose();
   }
 
   // Releases the current message and returns a fresh, empty one (heap
-  // Requests(): the same one, emptied by the Read that fills it): the
-  // pointer to pass to Read/StartRead, or to fill and Write/StartWrite.
+  // Requests(): the same one, emptied by the Read that fills it).
   T* Next() {
     Release();
     internal::CallTiming timing;
-    if ((meters_.automatic != nullptr || mode_ != AllocationMode::kHeap) &&
-        internal::OverPooledCap()) {
-      running_ = AllocationMode::kHeap;
-    } else if (meters_.automatic != nullptr) {
-      // A streamed message is timed like a callback call: from here to its
-      // release at the next Next(), on one thread.
-      running_ = meters_.automatic->ModeForCall(internal::CallKind::kCallback,
-                                                0, &timing);
-    } else {
-      running_ = mode_;
-    }
+    // A streamed message is timed like a callback call: from here to its
+    // release at the next Next(), on one thread.
+    running_ = internal::CallMode(mode_, meters_.automatic,
+                                  internal::CallKind::kCallback, 0, &timing);
     sampled_ = meters_.shadow != nullptr && meters_.shadow->ShouldSample();
-    switch (running_) {
-      case AllocationMode::kArena:
-        arena_.emplace();
-        message_ = arena_->template Create<T>();
-        break;
-      case AllocationMode::kReuse:
-        pooled_ = DefaultMessagePool<T>().Acquire();
-        message_ = pooled_.get();
-        break;
-      default:
-        // gRPC's own way for a stream: one message, cleared and parsed
-        // into again (heap: Clear() frees what it drops, nothing piles up).
-        // Incoming messages are cleared by the parse that fills them.
-        if (heap_ == nullptr) {
-          heap_ = std::make_unique<T>();
-        } else if (!incoming()) {
-          heap_->Clear();
-        }
-        message_ = heap_.get();
-        break;
+    if (running_ == AllocationMode::kArena) {
+      message_ = arena_.emplace().template Create<T>();
+    } else if (running_ == AllocationMode::kReuse) {
+      pooled_ = DefaultMessagePool<T>().Acquire();
+      message_ = pooled_.get();
+    } else if (heap_ == nullptr) {
+      message_ = (heap_ = std::make_unique<T>()).get();
+    } else {  // as gRPC's own loop; the parse clears incoming ones
+      if (!incoming()) heap_->Clear();
+      message_ = heap_.get();
     }
     if (running_ != AllocationMode::kHeap) heap_.reset();
     if (timing.method != nullptr) timed_.emplace(timing);
@@ -237,8 +155,8 @@ class StreamMessages {
     return message_;
   }
 
-  // Releases the current message now (e.g. before a long wait; heap mode
-  // keeps its one message for the next Next()); get() is null until then.
+  // Releases the current message now (heap mode keeps it for the next
+  // Next()); get() is null until then.
   void Release() {
     if (message_ == nullptr) return;
     const double sampling_ns = sampled_ ? Sample() : 0;
@@ -247,18 +165,12 @@ class StreamMessages {
       timed_->AtRelease(message_, T::default_instance());
     }
     uint64_t bytes = 0;
-    switch (running_) {
-      case AllocationMode::kArena:
-        bytes = arena_->SpaceAllocated();
-        if (bytes > peak_arena_bytes_) peak_arena_bytes_ = bytes;
-        arena_.reset();  // pages back to the pool
-        break;
-      case AllocationMode::kReuse:
-        pooled_.reset();  // cleared into its pool, guards applied
-        break;
-      default:
-        break;  // kept for the next message, as gRPC's own loop keeps it
+    if (running_ == AllocationMode::kArena) {
+      bytes = arena_->SpaceAllocated();
+      peak_arena_bytes_ = std::max(peak_arena_bytes_, bytes);
+      arena_.reset();  // pages back to the pool
     }
+    pooled_.reset();  // reuse: cleared into its pool (heap's is kept)
     internal::RecordStreamRelease(running_, bytes, sampled_);
     message_ = nullptr;
     sampled_ = false;
@@ -269,8 +181,7 @@ class StreamMessages {
   T* operator->() const { return message_; }
   T& operator*() const { return *message_; }
 
-  // This stream's messages so far, and the largest arena one took (arena
-  // mode): what bounds its memory.
+  // Messages so far, and the largest arena one (what bounds memory).
   uint64_t messages() const { return messages_; }
   uint64_t peak_arena_bytes() const { return peak_arena_bytes_; }
   // The mode the current (or last) message ran in.
@@ -279,10 +190,10 @@ class StreamMessages {
  private:
   template <class Req, class Resp>
   friend class StreamMethod;
-  // `empty_response`: the method's response prototype when these are its
-  // requests (a sample is a request with an empty response), else null.
+  // `empty_response`: the method's response prototype for its requests,
+  // null for its responses.
   StreamMessages(AllocationMode mode, internal::StreamMeters meters,
-                 const google::protobuf::Message* empty_response)
+                 const Message* empty_response)
       : meters_(meters),
         empty_response_(empty_response),
         mode_(mode),
@@ -290,28 +201,26 @@ class StreamMessages {
     internal::RecordStreamOpen();
   }
 
-  // Requests() (the method's response prototype given), not Responses().
   bool incoming() const { return empty_response_ != nullptr; }
 
   // Shadow: the message's bytes go to the background thread, as the
-  // request or the response of a call of the method.
-  // Returns the CPU it spent (ns): not the message's cost.
+  // request (with an empty response) or the response of a call of the
+  // method. Returns the CPU it spent (ns): not the message's cost.
   double Sample() {
     const double start = internal::ThreadCpuNs();
-    if (incoming()) {
-      internal::SampleBytes bytes = internal::SampleBytes::Of(*message_);
-      meters_.shadow->Submit(std::move(bytes), *empty_response_,
-                             internal::ThreadCpuNs() - start);
-    } else {
-      meters_.shadow->Submit(internal::SampleBytes(), *message_,
-                             internal::ThreadCpuNs() - start);
-    }
+    internal::SampleBytes bytes = incoming()
+                                      ? internal::SampleBytes::Of(*message_)
+                                      : internal::SampleBytes();
+    meters_.shadow->Submit(
+        std::move(bytes),
+        incoming() ? *empty_response_ : *static_cast<const Message*>(message_),
+        internal::ThreadCpuNs() - start);
     return internal::ThreadCpuNs() - start;
   }
 
   internal::StreamMeters meters_;
-  const google::protobuf::Message* empty_response_;
-  AllocationMode mode_;     // installed (kAuto: the last pick)
+  const Message* empty_response_;
+  AllocationMode mode_;     // installed
   AllocationMode running_;  // of the current message
   bool sampled_ = false;
   std::optional<internal::TimedCall> timed_;  // kAuto's trial, if any
@@ -324,27 +233,24 @@ class StreamMessages {
 };
 
 // A streaming method: where its streams' messages come from. Constructing
-// it is the method's install: listed in GetGrpcStats().methods and
-// reported by report() (unary = false).
+// it is the method's install (GetGrpcStats().methods; report(), unary =
+// false); installing it again with other kAuto or shadow options is
+// refused: its streams are heap ones and report() says why.
 template <class Req, class Resp>
 class StreamMethod {
  public:
-  static_assert(std::is_base_of_v<google::protobuf::Message, Req> &&
-                    std::is_base_of_v<google::protobuf::Message, Resp>,
-                "arenarpc's streams need full (non-lite) messages");
-  // `method`: "pkg.Service/Method", the method's gRPC name; `api`: how the
+  // `method`: "pkg.Service/Method"; `options`, or a mode; `api`: how the
   // service implements it (for stats).
   StreamMethod(std::string_view method, const ServerOptions& options,
-               ServerApi api = ServerApi::kSync)
-      : mode_(EffectiveAllocationMode(options.mode)),
-        meters_(internal::StreamMetersFor<Req, Resp>(options, method)) {
-    internal::ApplyServerLimits(options);
-    report_ = internal::Served(method, api, mode_, meters_.automatic);
-    report_.unary = false;
+               ServerApi api = ServerApi::kSync) {
+    auto choice = internal::AllocatorFor<Req, Resp>(options, method, api,
+                                                    /*unary=*/false);
+    if (choice.report.served) mode_ = choice.report.mode;
+    if (choice.metered != nullptr) {
+      meters_ = {choice.metered->automatic(), choice.metered->shadow()};
+    }
+    report_ = std::move(choice.report);
   }
-  StreamMethod(std::string_view method, AllocationMode mode,
-               ServerApi api = ServerApi::kSync)
-      : StreamMethod(method, ServerOptions(mode), api) {}
   StreamMethod(const StreamMethod&) = delete;
   StreamMethod& operator=(const StreamMethod&) = delete;
 
@@ -359,8 +265,8 @@ class StreamMethod {
   const MethodInstall& report() const { return report_; }
 
  private:
-  const AllocationMode mode_;
-  const internal::StreamMeters meters_;
+  AllocationMode mode_ = AllocationMode::kHeap;
+  internal::StreamMeters meters_;
   MethodInstall report_;
 };
 

@@ -1,16 +1,9 @@
-// Internal: answering a call nobody waits for without parsing its request
-// or running its handler (its deadline passed before the adapter parsed
-// it). Used by the sync adapter (sync_handler.h) and
-// AsyncMethod::DeadlinePassed (async.h); counts read by stats.h. Defined
-// in src/grpc/shed.cc. Not a public API.
-//
-// Client cancellation is not checked: gRPC 1.51's only public query,
-// ServerContext::IsCancelled(), polls the sync call's queue (28-44 us of
-// CPU per call, docs/raw/overload/shed_check.md), and is not valid on the
-// async API before AsyncNotifyWhenDone's tag.
-//
-// Thread safety: every function may be called from any thread at any time.
-// Lifetime: counters are never destroyed.
+// Internal: answering a call whose deadline passed without parsing its
+// request or running its handler (sync_handler.h, async.h; counted for
+// stats.h). Cancellation is not checked: IsCancelled() polls the sync
+// call's queue (28-44 us of CPU, docs/raw/overload/shed_check.md) and is
+// not valid on the async API before AsyncNotifyWhenDone's tag.
+// Thread-safe; counters are never destroyed.
 #ifndef ARENARPC_GRPC_INTERNAL_SHED_H_
 #define ARENARPC_GRPC_INTERNAL_SHED_H_
 
@@ -29,25 +22,23 @@ namespace arenarpc::internal {
 struct ShedCounters {
   std::atomic<uint64_t> deadline{0};
 };
-// The counters of `method` ("pkg.Service/Method"), made on first use.
+// The counters of `method` ("pkg.Service/Method"), made on first use;
+// Find: nullptr if no install made them.
 ShedCounters* ShedCountersFor(std::string_view method);
-// Reads only: nullptr if no install made them.
 const ShedCounters* FindShedCounters(std::string_view method);
 
-// True if `deadline` (a ServerContext's raw_deadline()) has passed. A call
-// without a deadline costs a compare; one with a deadline, one read of the
-// deadline's own clock (gRPC's server deadlines are monotonic).
+// True if `deadline` (a ServerContext's raw_deadline(), monotonic) has
+// passed: a compare without a deadline, else one clock read.
 inline bool DeadlinePassed(gpr_timespec deadline) {
   if (deadline.tv_sec == INT64_MAX) return false;  // gpr_inf_future
   return gpr_time_cmp(gpr_now(deadline.clock_type), deadline) >= 0;
 }
 
-// *answer: DEADLINE_EXCEEDED, counted in `counters` (a call whose deadline
-// passed before it was parsed or handled).
+// *answer: DEADLINE_EXCEEDED, counted in `counters`.
 void AnswerPastDeadline(ShedCounters* counters, ::grpc::Status* answer);
 
-// True, with *answer set and counted, if nobody waits for the call of
-// `context` any more: its deadline passed.
+// True, with *answer set and counted, if the deadline of the call of
+// `context` passed.
 inline bool PastDeadline(const ::grpc::ServerContextBase& context,
                          ShedCounters* counters, ::grpc::Status* answer) {
   if (!DeadlinePassed(context.raw_deadline())) return false;

@@ -1,16 +1,8 @@
-// Internal: serving a sync (Svc::Service) unary method with arenarpc's
-// allocators. The method keeps its place, its name, its type (unary) and
-// its API (sync, gRPC's thread pool); only its handler is swapped for one
-// that takes the call's messages from a grpc::MessageAllocator (the same
-// allocators, holders, stats and measuring as the callback API) and calls
-// the service's own virtual method. Why this way: docs/DESIGN.md, "Sync
-// services: the mechanism". What it relies on in gRPC is checked when
-// src/grpc/sync_install.cc compiles. Not a public API.
-//
-// Thread safety: gRPC calls a handler from many threads at once; the
-// handler keeps no per-call state of its own (the holder is parked by call).
-// Lifetime: the handler is owned by the method (grpc::Service), the
-// allocator outlives both (never destroyed).
+// Internal: a sync (Svc::Service) unary method's handler, swapped in by
+// install.h: it takes the call's messages from a grpc::MessageAllocator and
+// calls the service's own virtual method (docs/DESIGN.md, "Sync services:
+// the handler swap"). Thread safety: called from many threads at once; no
+// per-call state of its own. Lifetime: owned by the method (grpc::Service).
 #ifndef ARENARPC_GRPC_INTERNAL_SYNC_HANDLER_H_
 #define ARENARPC_GRPC_INTERNAL_SYNC_HANDLER_H_
 
@@ -34,19 +26,18 @@
 
 namespace arenarpc::internal {
 
-// Where a method of `service` stands: `method` if it is sync and unary
-// with a handler that may be swapped, else why not (src/grpc/sync_install.cc).
+// Where `method` ("pkg.Service/Method") of `service` stands: `method` if it
+// is sync and unary with a handler that may be swapped, else why not.
 struct SyncSlot {
   ::grpc::internal::RpcServiceMethod* method = nullptr;
   std::string reason;
 };
-// `method`: "pkg.Service/Method".
 SyncSlot FindSyncSlot(::grpc::Service* service, std::string_view method);
 
 // A call from Deserialize to RunHandler, by call (gRPC's sync server gives
-// RunHandler no handler_data): its holder, the request parsed, or its
-// request's bytes, not parsed yet. TakeCall: {} if none is parked.
-// ParkedHolders(): calls between the two now (0 when none is in flight).
+// RunHandler no handler_data): its holder with the request parsed, or the
+// request's bytes. TakeCall: {} if none is parked. ParkedHolders(): calls
+// between the two now.
 struct ParkedCall {
   void* holder = nullptr;
   grpc_byte_buffer* payload = nullptr;
@@ -55,9 +46,8 @@ void ParkCall(const void* call, ParkedCall parked);
 ParkedCall TakeCall(const void* call);
 size_t ParkedHolders();
 
-// The request a sync method parses into: a message that lives in a holder.
-// gRPC's UnaryDeserializeHelper destroys its target when parsing fails;
-// for this target that destroys nothing, and the holder is released whole.
+// The request a sync method parses into, in a holder: when parsing fails,
+// gRPC's UnaryDeserializeHelper destroys this, not the holder's message.
 template <class Req>
 struct ParseTarget {
   Req* message;
@@ -74,15 +64,13 @@ struct SyncMethodTraits<kMethod> {
   using Response = Resp;
 };
 
-// Serves kMethod (&Svc::Service::Method, a virtual, so the user's
-// override runs) with messages from `allocator`.
+// Serves kMethod (&Svc::Service::Method, a virtual: the user's override
+// runs) with messages from `allocator`.
 template <auto kMethod>
 class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
   using Service = typename SyncMethodTraits<kMethod>::Service;
   using Req = typename SyncMethodTraits<kMethod>::Request;
   using Resp = typename SyncMethodTraits<kMethod>::Response;
-  // `allocator` is one of arenarpc's (install.h's AllocatorFor): its
-  // holders are CallHolders.
   using Holder = CallHolder<Req, Resp>;
 
  public:
@@ -93,17 +81,15 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
 
   void* Deserialize(grpc_call* call, grpc_byte_buffer* req,
                     ::grpc::Status* status, void** /*handler_data*/) override {
-    // The ServerContext (its deadline) is not reachable here, so the parse
-    // waits for RunHandler, which answers a call nobody waits for without
-    // it; except on a server with interceptors, which see the request this
-    // returns (and until a call said whether there are any).
+    // The parse waits for RunHandler, which has the deadline, except where
+    // interceptors may read what this returns.
     if (req != nullptr &&
         parse_.load(std::memory_order_relaxed) == kParseInRunHandler) {
       ParkCall(call, {nullptr, req});
       return nullptr;  // no interceptor reads it
     }
-    Holder* holder = Allocate(req);
-    if (!Parse(holder, req, status)) return nullptr;
+    Holder* holder = Parsed(req, status);
+    if (holder == nullptr) return nullptr;
     ParkCall(call, {holder, nullptr});
     return holder->request();
   }
@@ -115,8 +101,7 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
     ::grpc::Status status = param.status;
     if (status.ok() && (holder != nullptr || parked.payload != nullptr) &&
         PastDeadline(*param.server_context, shed_, &status)) {
-      // Nobody waits for the answer: no parse (or, parsed for
-      // interceptors, no handler), only the status.
+      // Nobody waits: no parse (or no handler), only the status.
       if (parked.payload != nullptr) grpc_byte_buffer_destroy(parked.payload);
       if (holder != nullptr) {
         if (holder->Timed()) holder->Failed();
@@ -124,8 +109,7 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
         holder = nullptr;
       }
     } else if (parked.payload != nullptr) {
-      holder = Allocate(parked.payload);
-      if (!Parse(holder, parked.payload, &status)) holder = nullptr;
+      holder = Parsed(parked.payload, &status);
     }
     if (holder == nullptr) {
       // Not parsed (or not wanted): answer with its status, run nothing.
@@ -144,19 +128,15 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
             holder->request(), holder->response());
       });
     }
-    // As gRPC's own sync handler: the request is destroyed once the handler
-    // returned, before the response is serialized, so serializing reuses
-    // the memory the request just freed (kept until Release, the heap grew
-    // per call: 1.12x plain gRPC's CPU in heap mode on the 126 KB echo,
-    // 1.00x with it freed here; docs/raw/heap_mode/paired_cpu.txt).
+    // As gRPC's own sync handler: the request is freed before the response
+    // is serialized, which reuses its memory (docs/DESIGN.md).
     holder->RequestDone();
     // Sends and waits until sent: the response is serialized by then.
     ::grpc::internal::UnaryRunHandlerHelper(
         param, static_cast<google::protobuf::MessageLite*>(holder->response()),
         status);
-    // kAuto learns only from calls that ended OK: a failed or cancelled
-    // call (a deadline passed under overload) skips work the modes differ
-    // in, or waited for it.
+    // kAuto learns only from calls that ended OK (a failed or cancelled
+    // one skipped work, or waited).
     if (holder->Timed() &&
         (!status.ok() || param.server_context->IsCancelled())) {
       holder->Failed();
@@ -180,9 +160,10 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
     }
   }
 
-  // The holder may time the call (kAuto): it is made, handled
-  // and released on this one thread.
-  Holder* Allocate(grpc_byte_buffer* req) {
+  // A holder (made, handled and released on this one thread: kAuto may
+  // time it) with `req` (consumed) parsed into its request; null, the
+  // holder released and *status gRPC's own, if it does not parse.
+  Holder* Parsed(grpc_byte_buffer* req, ::grpc::Status* status) {
     sync_request_bytes =
         req == nullptr ? 0 : static_cast<double>(grpc_byte_buffer_length(req));
     ::grpc::MessageHolder<Req, Resp>* allocated =
@@ -190,21 +171,13 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
     ARENARPC_DCHECK(dynamic_cast<Holder*>(allocated) != nullptr,
                     "SyncUnaryHandler: a holder not made by arenarpc");
     sync_request_bytes = -1;
-    return static_cast<Holder*>(allocated);
-  }
-
-  // Parses `req` (consumed) into the holder's request; if it does not
-  // parse, releases the holder and *status is gRPC's own (as without
-  // arenarpc).
-  static bool Parse(Holder* holder, grpc_byte_buffer* req,
-                    ::grpc::Status* status) {
+    auto* holder = static_cast<Holder*>(allocated);
     ParseTarget<Req> target{holder->request()};
-    if (::grpc::internal::UnaryDeserializeHelper(req, status, &target) !=
-        nullptr) {
-      return true;
+    if (::grpc::internal::UnaryDeserializeHelper(req, status, &target)) {
+      return holder;
     }
     holder->Release();
-    return false;
+    return nullptr;
   }
 
   Service* const service_;
