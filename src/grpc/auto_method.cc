@@ -1,7 +1,7 @@
 // kAuto per method: which calls are trials, their costs into the learner
-// (src/internal/auto_learner.h) within the learning budget, the async
-// windows, what a mode keeps given back once calls stop running in it, and
-// the decisions file's hooks.
+// (src/internal/auto_learner.h) within the learning budget, request sizes,
+// the async windows, what a mode keeps given back once calls stop running
+// in it, and the decisions file's hooks.
 #include <stdlib.h>  // defines __GLIBC__ for the test below
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -36,11 +37,22 @@ constexpr int kLossWindow = 32;
 // heap or page cache; smaller ones leave little (docs/DESIGN_NOTES.md,
 // "Memory while learning").
 constexpr double kReleaseAfterBytes = 256 << 10;
+// A callback or async trial walks its request for its size (ByteSizeLong,
+// 144-204 us on 520-650 KB requests, billed to the budget). Once
+// kSizesAgree walks in a row came within 1/64 of the first, trials take that
+// size and only every kSizeEvery-th trial of a mode walks, to check; a size
+// outside the band starts over. Counted per mode, not per method: modes take
+// turns, and a walk warms the cache for the release after it, so each mode
+// gets its share of checks. An error of 1/64 falls on every mode alike.
+constexpr int kSizesAgree = 8;
+constexpr uint32_t kSizeEvery = 8;
 
-double NowS() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+double NowS() { return CpuClockNs(CLOCK_MONOTONIC) / 1e9; }  // steady
+
+std::array<double, kNumAllocationModes> Micros(
+    std::array<double, kNumAllocationModes> ns) {
+  for (double& x : ns) x /= 1e3;
+  return ns;
 }
 
 // What one read of the thread's CPU clock costs (measured once): billed.
@@ -76,58 +88,42 @@ bool BudgetHasRoom(double now_s) {
 // Async trials handed out and not ended: NextTag reads the clock only then.
 std::atomic<int64_t> async_trials_out{0};
 
+struct Registry {
+  Mutex mu;
+  std::vector<AutoMethod*> methods ABSL_GUARDED_BY(mu);
+};
+// Every AutoMethod made so far, with `add` (a new one) if given.
+std::vector<AutoMethod*> Methods(AutoMethod* add = nullptr) {
+  static Registry* const r = new Registry();
+  MutexLock lock(&r->mu);
+  if (add != nullptr) r->methods.push_back(add);
+  return r->methods;
+}
+
 }  // namespace
 
 struct AutoMethod::State {
-  State(std::string n, const AutoOptions& o,
-        const google::protobuf::Descriptor* req,
-        const google::protobuf::Descriptor* resp, void (*trim)())
-      : name(std::move(n)),
-        request(req),
-        response(resp),
-        learner(
-            LearnerOptions{.recheck_after_s = o.recheck_after_s,
-                           .prior_min_bytes = o.prior.min_bytes,
-                           .prior_heap_ns_per_byte = o.prior.heap_ns_per_byte}),
-        trim_reuse(trim) {}
-
   const std::string name;
   const google::protobuf::Descriptor* const request;
   const google::protobuf::Descriptor* const response;
-  AutoLearner learner;
   void (*const trim_reuse)();
+  AutoLearner learner;
   std::atomic<bool> async_lines{false};
   std::atomic<uint64_t> lost{0};
   std::atomic<uint64_t> failed{0};
   std::atomic<bool> untimed{false};  // stopped learning: trials mostly lost
   std::atomic<uint64_t> loaded_calls{0};  // the decisions file's entry's
   std::array<std::atomic<bool>, kNumAllocationModes> release_queued{};
-  Mutex window_mu;
-  int window_ended ABSL_GUARDED_BY(window_mu) = 0;
-  int window_lost ABSL_GUARDED_BY(window_mu) = 0;
+  std::atomic<double> request_size{-1};  // agreed on (-1: walk every trial)
+  std::array<std::atomic<uint32_t>, kNumAllocationModes> size_turn{};
+  Mutex mu{};
+  int window_ended ABSL_GUARDED_BY(mu) = 0;
+  int window_lost ABSL_GUARDED_BY(mu) = 0;
+  double size_anchor ABSL_GUARDED_BY(mu) = 0;  // the first of the run
+  int size_run ABSL_GUARDED_BY(mu) = 0;        // walks in a row near it
 };
 
 namespace {
-
-class Registry {
- public:
-  static Registry& Get() {
-    static Registry* const r = new Registry();
-    return *r;
-  }
-  void Add(AutoMethod* m) {
-    MutexLock lock(&mu_);
-    methods_.push_back(m);
-  }
-  std::vector<AutoMethod*> Methods() {
-    MutexLock lock(&mu_);
-    return methods_;
-  }
-
- private:
-  Mutex mu_;
-  std::vector<AutoMethod*> methods_ ABSL_GUARDED_BY(mu_);
-};
 
 // Gives back what `mode` keeps idle, on the background thread (its CPU is
 // the background thread's, GetMeasuringCost().thread_cpu_s), unless calls
@@ -138,20 +134,16 @@ void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
   const bool posted = PostBackground([&m, mode, i] {
     m.release_queued[i].store(false, std::memory_order_relaxed);
     if (m.learner.current() == mode) return;
-    switch (mode) {
-      case AllocationMode::kHeap:
+    if (mode == AllocationMode::kHeap) {
 #if defined(__GLIBC__)
-        malloc_trim(0);
+      malloc_trim(0);
 #endif
-        break;
-      case AllocationMode::kArena:
-        ReleaseIdleArenasAndPages(std::chrono::milliseconds(0));
-        break;
-      default:
-        if (m.trim_reuse != nullptr) m.trim_reuse();
-        ReleaseIdleArenasAndPages(std::chrono::milliseconds(0));
-        break;
+      return;
     }
+    if (mode == AllocationMode::kReuse && m.trim_reuse != nullptr) {
+      m.trim_reuse();
+    }
+    ReleaseIdleArenasAndPages(std::chrono::milliseconds(0));
   });
   if (!posted) m.release_queued[i].store(false, std::memory_order_relaxed);
 }
@@ -169,12 +161,23 @@ void AfterTrial(AutoMethod::State& m, AllocationMode mode, double bytes) {
   ReleaseIdle(m, mode);
 }
 
-// A callback or async trial ended: lost or not. Most of a window lost: the
-// method's calls cannot be timed, so it stops learning (logged once).
-void CountWindow(AutoMethod::State& m, bool lost) {
+// A callback or async trial ended, lost or not: its request's size, if
+// walked, is noted. Most of a window lost: the method's calls cannot be
+// timed, so it stops learning (logged once).
+void CountWindow(AutoMethod::State& m, const CallTiming& t, bool lost) {
   int window_lost = 0;
   {
-    MutexLock lock(&m.window_mu);
+    MutexLock lock(&m.mu);
+    if (const double b = t.sized_bytes; b >= 0) {
+      if (m.size_run > 0 && std::abs(b - m.size_anchor) <= m.size_anchor / 64) {
+        ++m.size_run;
+      } else {
+        m.size_anchor = b;
+        m.size_run = 1;
+      }
+      m.request_size.store(m.size_run >= kSizesAgree ? m.size_anchor : -1,
+                           std::memory_order_relaxed);
+    }
     ++m.window_ended;
     if (lost) ++m.window_lost;
     if (m.window_ended < kLossWindow) return;
@@ -211,10 +214,17 @@ AutoMethod::AutoMethod(std::string name, const AutoOptions& options,
                        const google::protobuf::Descriptor* request,
                        const google::protobuf::Descriptor* response,
                        void (*trim_reuse)())
-    : state_(
-          new State(std::move(name), options, request, response, trim_reuse)) {
+    : state_(new State{
+          .name = std::move(name),
+          .request = request,
+          .response = response,
+          .trim_reuse = trim_reuse,
+          .learner = AutoLearner(LearnerOptions{
+              .recheck_after_s = options.recheck_after_s,
+              .prior_min_bytes = options.prior.min_bytes,
+              .prior_heap_ns_per_byte = options.prior.heap_ns_per_byte})}) {
   Budget().set_share(std::clamp(options.max_cpu_share, 0.0, 1.0));
-  Registry::Get().Add(this);
+  Methods(this);
   if (options.decisions_path.empty()) return;
   DecisionEntry id = IdentityOf(state_->name, request, response);
   if (auto d = DecisionAtInstall(options.decisions_path, options.save_decisions,
@@ -236,10 +246,15 @@ AllocationMode AutoMethod::ModeForCall(CallKind kind, double request_bytes,
   const std::optional<AllocationMode> trial = m.learner.Trial(now);
   if (!trial || !BudgetHasRoom(now)) return m.learner.current();
   *timing = CallTiming{.method = this, .mode = *trial, .kind = kind};
+  const double known = m.request_size.load(std::memory_order_relaxed);
+  std::atomic<uint32_t>& turn = m.size_turn[static_cast<int>(*trial)];
   if (kind == CallKind::kSync) {
     timing->bytes = std::max(request_bytes, 0.0);
-  } else {
+  } else if (known < 0 ||
+             turn.fetch_add(1, std::memory_order_relaxed) % kSizeEvery == 0) {
     timing->size_request = true;
+  } else {
+    timing->bytes = known;  // kSizesAgree
   }
   if (kind == CallKind::kAsync) {
     async_trials_out.fetch_add(1, std::memory_order_relaxed);
@@ -251,7 +266,7 @@ AllocationMode AutoMethod::ModeForCall(CallKind kind, double request_bytes,
 void AutoMethod::Observe(const CallTiming& t, double cost_ns) {
   const double start = ThreadCpuNs();
   State& m = *state_;
-  if (t.kind != CallKind::kSync) CountWindow(m, /*lost=*/false);
+  if (t.kind != CallKind::kSync) CountWindow(m, t, /*lost=*/false);
   // Billed: the share of this call lost to a dearer mode, the sizing, the
   // clock reads (an async call's three more).
   const double excess = m.learner.ExcessShare(t.mode) * cost_ns;
@@ -274,7 +289,7 @@ void AutoMethod::Unobserved(const CallTiming& t, bool lost) {
   const double start = ThreadCpuNs();
   State& m = *state_;
   (lost ? m.lost : m.failed).fetch_add(1, std::memory_order_relaxed);
-  if (t.kind != CallKind::kSync) CountWindow(m, lost);
+  if (t.kind != CallKind::kSync) CountWindow(m, t, lost);
   AfterTrial(m, t.mode, t.bytes);
   Budget().Spend(t.sizing_ns + ThreadCpuNs() - start + 3 * ClockReadNs());
 }
@@ -326,13 +341,15 @@ void AsyncCall::Arrived() {
   thread_ = CallThread();
 }
 
-void AsyncCall::SizeRequest(const google::protobuf::Message& request) {
+void AsyncCall::SizeRequest(const google::protobuf::Message* request) {
+  if (!t_.size_request || request == nullptr) return;
   AsyncThreadWindow& w = async_thread_window;
-  t_.SizeRequest(request, w.open() && w.seq == seq_ ? &w.excluded_ns : nullptr);
+  t_.SizeRequest(*request,
+                 w.open() && w.seq == seq_ ? &w.excluded_ns : nullptr);
 }
 
 void AsyncCall::BeforeFreeRequest(const google::protobuf::Message& request) {
-  if (state_ == State::kArrived && t_.size_request) SizeRequest(request);
+  if (state_ == State::kArrived) SizeRequest(&request);
 }
 
 void AsyncCall::Answered(const google::protobuf::Message* request,
@@ -351,7 +368,7 @@ void AsyncCall::Answered(const google::protobuf::Message* request,
   }
   cost_ns_ += end - w.start_ns - w.excluded_ns;
   t_.bytes += response.GetCachedSize();  // Finish() serialized it
-  if (t_.size_request && request != nullptr) SizeRequest(*request);
+  SizeRequest(request);
   state_ = State::kAnswered;
 }
 
@@ -370,16 +387,14 @@ void AsyncCall::AfterRelease(double start_ns) {
     return;
   }
   async_trials_out.fetch_sub(1, std::memory_order_relaxed);
-  AutoMethod* const method = std::exchange(t_.method, nullptr);
-  CallTiming t = t_;
-  t.method = method;
+  const CallTiming t = std::exchange(t_, {});
   if (state_ == State::kAnswered) {
-    method->Observe(t, cost_ns_ + ThreadCpuNs() - start_ns);
+    t.method->Observe(t, cost_ns_ + ThreadCpuNs() - start_ns);
     if (w.open()) w.excluded_ns += ThreadCpuNs() - start_ns + ClockReadNs();
     return;
   }
   // Posted (never came, or no Arrived()), no Answered(), failed: not OK.
-  method->Unobserved(t, /*lost=*/state_ == State::kLost);
+  t.method->Unobserved(t, /*lost=*/state_ == State::kLost);
   AsyncExclusionEnd(start_ns);
 }
 
@@ -387,59 +402,50 @@ void AsyncCall::AfterRelease(double start_ns) {
 
 std::vector<DecisionEntry> AutoMethodDecisions() {
   std::vector<DecisionEntry> out;
-  for (AutoMethod* a : Registry::Get().Methods()) {
+  for (AutoMethod* a : Methods()) {
     const AutoMethod::State& m = a->state();
-    DecisionEntry e = IdentityOf(m.name, m.request, m.response);
     const AutoLearner::Snapshot s = m.learner.snapshot();
+    DecisionEntry& e =
+        out.emplace_back(IdentityOf(m.name, m.request, m.response));
     e.mode = s.mode;
     e.source = s.source;
-    for (int i = 0; i < kNumAllocationModes; ++i)
-      e.cost_us[i] = s.cost_ns[i] / 1e3;
+    e.cost_us = Micros(s.cost_ns);
     // Loaded: saved again as it was loaded (SaveAutoDecisions).
     e.calls = s.source == DecisionSource::kLoaded
                   ? m.loaded_calls.load(std::memory_order_relaxed)
                   : s.observed;
-    out.push_back(std::move(e));
   }
   return out;
 }
 
-bool LoadAutoMethodDecision(const DecisionEntry& entry) {
-  bool loaded = false;
-  for (AutoMethod* a : Registry::Get().Methods()) {
-    if (a->state().name != entry.method) continue;
-    Load(a->state(), entry);
-    loaded = true;
+void LoadAutoMethodDecision(const DecisionEntry& entry) {
+  for (AutoMethod* a : Methods()) {
+    if (a->state().name == entry.method) Load(a->state(), entry);
   }
-  return loaded;
 }
 
 std::vector<MeasuredMethodStats> AutoMethodsStats() {
   std::vector<MeasuredMethodStats> out;
-  for (AutoMethod* a : Registry::Get().Methods()) {
+  for (AutoMethod* a : Methods()) {
     const AutoMethod::State& m = a->state();
-    const AutoLearner::Snapshot snap = m.learner.snapshot();
-    MeasuredMethodStats s;
-    s.method = m.name;
-    s.automatic = true;
-    s.mode = s.recommended = snap.mode;
-    for (int i = 0; i < kNumAllocationModes; ++i)
-      s.cost_us[i] = snap.cost_ns[i] / 1e3;
-    s.switches = snap.switches;
-    s.settled = !snap.learning;
-    s.decisions = snap.decisions;
-    if (snap.first_decision_s >= 0) {
-      s.settle_calls = snap.first_decision_calls;
-      s.settle_s = snap.first_decision_s;
-    }
-    s.timed_calls = snap.observed;
-    s.warming_calls = snap.warming;
-    s.lost_calls = m.lost.load(std::memory_order_relaxed);
-    s.failed_calls = m.failed.load(std::memory_order_relaxed);
-    s.untimed = m.untimed.load(std::memory_order_relaxed);
-    s.decision_source = snap.source;
-    s.prior_decisions = snap.prior_decisions;
-    out.push_back(std::move(s));
+    const AutoLearner::Snapshot s = m.learner.snapshot();
+    out.push_back({.method = m.name,
+                   .automatic = true,
+                   .mode = s.mode,
+                   .recommended = s.mode,
+                   .cost_us = Micros(s.cost_ns),
+                   .switches = s.switches,
+                   .settled = !s.learning,
+                   .decisions = s.decisions,
+                   .settle_calls = s.first_decision_calls,
+                   .settle_s = std::max(s.first_decision_s, 0.0),
+                   .decision_source = s.source,
+                   .prior_decisions = s.prior_decisions,
+                   .timed_calls = s.observed,
+                   .warming_calls = s.warming,
+                   .lost_calls = m.lost.load(std::memory_order_relaxed),
+                   .failed_calls = m.failed.load(std::memory_order_relaxed),
+                   .untimed = m.untimed.load(std::memory_order_relaxed)});
   }
   return out;
 }

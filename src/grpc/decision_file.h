@@ -1,8 +1,6 @@
-// kAuto's decisions file (arenarpc/grpc/auto_decisions.h): the entries,
-// their JSON, the schema fingerprint, and the process's store of loaded
-// files and the path decisions are saved to. Used by
-// src/grpc/auto_method.cc (at install, on settling) and by the explicit
-// calls.
+// kAuto's decisions file (arenarpc/grpc/auto_decisions.h): its entries and
+// JSON, the schema fingerprint, and the process's store of files read and
+// of the path decisions are saved to.
 //
 // Thread safety: every function may be called from any thread.
 #ifndef ARENARPC_SRC_GRPC_DECISION_FILE_H_
@@ -22,9 +20,6 @@
 
 namespace arenarpc::internal {
 
-// The file-format version written, and the newest one read.
-inline constexpr int kDecisionFileVersion = 1;
-
 // One method's decision, or (for matching) one installed method's identity.
 struct DecisionEntry {
   std::string method;
@@ -39,50 +34,40 @@ struct DecisionEntry {
   double saved_unix_s = 0;
 };
 
-// GOOGLE_PROTOBUF_VERSION of this build.
-int64_t ProtobufVersion();
-
+int64_t ProtobufVersion();  // this build's GOOGLE_PROTOBUF_VERSION
 // 16 hex digits: FNV-1a 64 of the serialized DescriptorProto of every
 // message type `request` and `response` reach, in order of full name.
 std::string SchemaFingerprint(const google::protobuf::Descriptor* request,
                               const google::protobuf::Descriptor* response);
-
-// The file's text. Whole-file problems are the status (InvalidArgument:
-// not JSON or not this format; FailedPrecondition: a newer version); an
-// entry that cannot be read is left out and its reason appended to
-// `skipped` ("entry 3: ...").
-absl::StatusOr<std::vector<DecisionEntry>> ParseDecisions(
-    std::string_view json, std::vector<std::string>* skipped);
-// The file's text for `entries`; InvalidArgument for a cost that is not a
-// finite number, Internal where protobuf's JSON printer refuses the rest.
-absl::StatusOr<std::string> FormatDecisions(
-    const std::vector<DecisionEntry>& entries);
-
-// Why `entry` does not apply to the installed method `id` (same name):
-// empty if it does.
-std::string Mismatch(const DecisionEntry& entry, const DecisionEntry& id);
-
-// At install of a kAuto method with AutoOptions::decisions_path `path`:
-// reads the file once per process and path (a file that cannot be read or
-// parsed: one line on stderr), and returns the entry of the method `id`
-// if it matches (one that does not: one line on stderr). With `save`, the
-// first such path is where decisions are saved.
-std::optional<DecisionEntry> DecisionAtInstall(const std::string& path,
-                                               bool save,
-                                               const DecisionEntry& id);
 // An installed method's identity (mode and costs left empty).
 DecisionEntry IdentityOf(const std::string& method,
                          const google::protobuf::Descriptor* request,
                          const google::protobuf::Descriptor* response);
 
-// A method settled a decision: saved to the install's path (if any) off
-// the call path, at most once a second.
+// The file's entries. Errors: InvalidArgument (not JSON, not this format),
+// FailedPrecondition (a newer version). An entry that cannot be read is
+// left out, its reason appended to `skipped` ("entry 3: ...").
+absl::StatusOr<std::vector<DecisionEntry>> ParseDecisions(
+    std::string_view json, std::vector<std::string>* skipped);
+// InvalidArgument for a cost that is not a finite number.
+absl::StatusOr<std::string> FormatDecisions(
+    const std::vector<DecisionEntry>& entries);
+
+// At install with AutoOptions::decisions_path `path`: the file, read once
+// per process and path, and its entry for `id` if it matches (a file or
+// entry that does not: one line on stderr). With `save`, the first such
+// path is where decisions are saved.
+std::optional<DecisionEntry> DecisionAtInstall(const std::string& path,
+                                               bool save,
+                                               const DecisionEntry& id);
+// A decision settled: saved to that path (if any) on the background
+// thread, at most once a second.
 void DecisionSettled();
 
-// Implemented in src/grpc/auto_method.cc: every kAuto method's identity
-// and decision (source kNone: none yet), and starting one settled.
+// In src/grpc/auto_method.cc: every kAuto method's identity and decision
+// (source kNone: none yet), and starting one settled in `entry`.
 std::vector<DecisionEntry> AutoMethodDecisions();
-bool LoadAutoMethodDecision(const DecisionEntry& entry);
+void LoadAutoMethodDecision(const DecisionEntry& entry);
 
 }  // namespace arenarpc::internal
 

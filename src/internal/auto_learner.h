@@ -1,33 +1,22 @@
-// kAuto's decision for one method, from the method's own calls. Each timed
-// call is one call served in one mode, its cost the CPU it took per byte on
-// the wire (request and response), so calls of different sizes compare.
+// kAuto's decision for one method, from the method's own calls. A timed
+// call's cost is its CPU per byte on the wire (request and response), so
+// calls of different sizes compare.
 //
 //   AutoLearner learner(options);
 //   if (auto mode = learner.Trial(now_s)) { ...serve in *mode, time it...
 //     learner.Observe(*mode, cost_ns, bytes, /*warming=*/false, now_s); }
 //   AllocationMode m = learner.current();   // untimed calls
 //
-// A decision gives each candidate mode `calls_per_mode` timed calls, handed
-// out in turn, and takes the mode of lowest median cost per byte; the mode
-// calls ran in before stays unless another is cheaper by `margin` (so near
-// ties do not flap). A mode whose median after `min_calls` is `drop_ratio`
-// times the cheapest's gets no more trials, and if calls ran in it they
-// move to the cheapest at once: a clear loser costs few calls.
-// The median, not the mean: a timed call can take a page fault or a
-// preemption, and one such call must not decide.
-//
-// The prior: heap lost on every service of 48 KiB and more measured
-// (docs/DESIGN_NOTES.md), so while the method's timed calls carry at least
-// `prior_min_bytes` (geometric mean) heap is no candidate; it becomes one
-// as soon as the calls turn out smaller, or when the cheapest mode costs
-// under `prior_heap_ns_per_byte` (mostly bulk bytes, where allocation
-// matters little).
-//
-// A reuse call on a new pool instance (the pool warming) costs what arena
-// does, once: up to `max_warming` such calls a decision are not observed.
-//
-// Settled, it decides again `recheck_after_s` later, so a lasting change of
-// traffic is followed. Load() starts settled (a decisions file).
+// A decision gives each candidate mode `calls_per_mode` timed calls in
+// turn and takes the lowest median (a page fault or preemption in one call
+// must not decide); the running mode stays unless another is cheaper by
+// `margin`. A mode whose median after `min_calls` is `drop_ratio` times the
+// cheapest's gets no more trials, and calls running in it move to the
+// cheapest at once. The prior: while the calls carry `prior_min_bytes` or
+// more (geometric mean) heap is no candidate, unless the cheapest mode
+// costs under `prior_heap_ns_per_byte`. Up to `max_warming` reuse calls on
+// a new pool instance a decision are left out. Settled, it decides again
+// `recheck_after_s` later. docs/DESIGN.md, "auto: the learner".
 //
 // Thread safety: every member may be called from any thread.
 #ifndef ARENARPC_SRC_INTERNAL_AUTO_LEARNER_H_
@@ -90,8 +79,7 @@ class AutoLearner {
   // How much dearer `mode` is than the cheapest measured in this decision,
   // as a share of its cost (0 when not known): what a trial in it wastes.
   double ExcessShare(AllocationMode mode) const;
-  // Settled in `mode` from a decisions file, with the file's costs (ns per
-  // call); re-checks as usual.
+  // Settled in `mode` from a decisions file, with its costs (ns per call).
   void Load(AllocationMode mode, double now_s,
             const std::array<double, kNumAllocationModes>& cost_ns = {});
   // No more trials (the method's calls cannot be timed); `current` stays.
@@ -100,14 +88,20 @@ class AutoLearner {
 
  private:
   struct ModeCalls {
-    std::vector<double> ns_per_byte;
+    std::vector<double> sorted = {};  // ns per byte, ascending: O(1) median
     bool candidate = false;
+    int n() const { return static_cast<int>(sorted.size()); }
+    double median() const;  // -1: no calls
   };
   void StartDecision() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HeapHeldOut() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  double Median(int mode) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  double MeanBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Finished() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Settle(double now_s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SettledUntil(double due_s) {
+    learning_.store(false, std::memory_order_relaxed);
+    recheck_at_s_.store(due_s, std::memory_order_relaxed);
+  }
 
   const LearnerOptions options_;
   std::atomic<AllocationMode> current_;
@@ -125,9 +119,9 @@ class AutoLearner {
 };
 
 // What learning may spend, process-wide: the CPU of timed calls served in a
-// dearer mode than the cheapest, and their clock reads, against
-// `share` of the process's CPU plus a start-up credit (a fresh process has
-// used little CPU). Thread safety: any thread.
+// dearer mode than the cheapest, and their clock reads, against `share` of
+// the process's CPU plus a start-up credit (a fresh process has used little
+// CPU). Thread safety: any thread.
 class LearningBudget {
  public:
   static constexpr double kDefaultShare = 0.02;

@@ -1,20 +1,18 @@
 // Internal: kAuto on the call path. A method's AutoMethod hands some calls a
 // trial (a mode to run in, timed); the call's holder times it on the thread
 // that runs it and reports the cost. Defined in src/grpc/auto_method.cc; the
-// learner itself is src/internal/auto_learner.h. Not a public API.
+// learner is src/internal/auto_learner.h. Not a public API.
 //
-// What a call's cost is, per API:
-//  - sync: gRPC parses, runs the handler and releases on one thread: from
-//    AllocateMessages to Release;
-//  - callback: gRPC parses right after AllocateMessages and usually runs the
-//    handler and Release on that thread; a call counts only if Release runs
-//    there with no other call's messages made or released in between
-//    (TimedCall), else it is lost;
+// A call's cost, per API:
+//  - sync: AllocateMessages to Release, all on one thread;
+//  - callback: the same, counted only if Release runs on the allocating
+//    thread with no other call's messages made or released in between
+//    (TimedCall), else lost;
 //  - async (arenarpc/grpc/async.h's lines): from just before the Next() that
 //    returned the request's tag to just after Finish(), plus the messages'
 //    making and release (AsyncCall).
-// A method whose callback or async trials are mostly lost stops learning and
-// stays in its mode (logged once). Streaming methods are not timed.
+// A method whose callback or async trials are mostly lost stops learning
+// (logged once). Streamed messages are timed like callback calls.
 //
 // Thread safety: an AutoMethod is used by every call of its method at once;
 // a TimedCall or AsyncCall by one call at a time, as gRPC guarantees.
@@ -49,8 +47,9 @@ struct CallTiming {
   AllocationMode mode = AllocationMode::kArena;
   CallKind kind = CallKind::kSync;
   double start_ns = 0;
-  double bytes = 0;           // on the wire: the request's (sync), + response
-  bool size_request = false;  // callback, async: the request sized at release
+  double bytes = 0;           // on the wire: the request's, + response
+  bool size_request = false;  // callback, async: the request walked at release
+  double sized_bytes = -1;    // what that walk found (-1: none)
   double excluded_ns = 0;     // sizing on the clock's thread: not the call's
   double sizing_ns = 0;       // sizing in all: billed
   bool warming = false;       // reuse on a new pool instance
@@ -61,7 +60,8 @@ struct CallTiming {
   // walk's time is also added to *excluded when given.
   void SizeRequest(const google::protobuf::Message& request, double* excluded) {
     const double start = ThreadCpuNs();
-    bytes += static_cast<double>(request.ByteSizeLong());
+    sized_bytes = static_cast<double>(request.ByteSizeLong());
+    bytes += sized_bytes;
     const double ns = ThreadCpuNs() - start;
     size_request = false;
     sizing_ns += ns;
@@ -79,8 +79,7 @@ class AutoMethod {
   AutoMethod(const AutoMethod&) = delete;
   AutoMethod& operator=(const AutoMethod&) = delete;
 
-  // The mode calls run in now.
-  AllocationMode mode() const;
+  AllocationMode mode() const;  // the mode calls run in now
   // The mode of one call; sets *timing (clock started) when it is a trial.
   // `request_bytes`: a sync call's (else ignored).
   AllocationMode ModeForCall(CallKind kind, double request_bytes,
@@ -147,7 +146,7 @@ class TimedCall {
   }
   // The request is freed early (FreeRequest): its bytes now.
   void BeforeFreeRequest(const google::protobuf::Message& request) {
-    if (t_.method != nullptr && t_.size_request) SizeRequest(request);
+    if (t_.method != nullptr) SizeRequest(&request);
   }
   // Work on the call's thread that is not the call's (shadow's sampling).
   void Exclude(double ns) {
@@ -156,12 +155,12 @@ class TimedCall {
     }
   }
   // At Release: the response's bytes (cached by its serialization) and the
-  // request's if not known yet.
+  // request's if still to be walked.
   void AtRelease(const google::protobuf::Message* request,
                  const google::protobuf::Message& response) {
     if (t_.method == nullptr || !InWindow()) return;
     t_.bytes += response.GetCachedSize();
-    if (t_.size_request && request != nullptr) SizeRequest(*request);
+    SizeRequest(request);
   }
 
  private:
@@ -169,10 +168,10 @@ class TimedCall {
     return thread_call_events.thread == t_.thread &&
            thread_call_events.events == t_.events;
   }
-  void SizeRequest(const google::protobuf::Message& request) {
-    t_.SizeRequest(request, thread_call_events.thread == t_.thread
-                                ? &t_.excluded_ns
-                                : nullptr);
+  void SizeRequest(const google::protobuf::Message* request) {
+    if (!t_.size_request || request == nullptr) return;
+    const bool here = thread_call_events.thread == t_.thread;
+    t_.SizeRequest(*request, here ? &t_.excluded_ns : nullptr);
   }
 
   CallTiming t_;
@@ -232,7 +231,7 @@ class AsyncCall {
 
  private:
   enum class State : uint8_t { kPosted, kArrived, kAnswered, kLost, kFailed };
-  void SizeRequest(const google::protobuf::Message& request);
+  void SizeRequest(const google::protobuf::Message* request);
 
   AutoMethod* method_ = nullptr;  // the method's, even without a trial
   CallTiming t_;                  // t_.method null: no trial
