@@ -1,7 +1,6 @@
 // kAuto per method: which calls are trials, their costs into the learner
 // (src/internal/auto_learner.h) within the learning budget, request sizes,
-// the async windows, what a mode keeps given back once calls stop running
-// in it, and the decisions file's hooks.
+// the async windows, memory given back, the decisions file's hooks.
 #include <stdlib.h>  // defines __GLIBC__ for the test below
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -18,7 +17,6 @@
 #include "absl/base/thread_annotations.h"
 #include "arenarpc/grpc/internal/auto_call.h"
 #include "arenarpc/grpc/internal/counters.h"
-#include "arenarpc/grpc/stats.h"
 #include "arenarpc/internal/cpu_clock.h"
 #include "arenarpc/internal/mutex.h"
 #include "src/grpc/decision_file.h"
@@ -30,20 +28,17 @@ namespace arenarpc::internal {
 
 namespace {
 
-// Callback and async trials: the window looked at, and how many of it may
-// be lost before the method stops learning.
+// Callback and async trials: a method stops learning when more than half
+// of a window of them is lost.
 constexpr int kLossWindow = 32;
 // A heap or arena trial this large leaves megabytes idle in its thread's
-// heap or page cache; smaller ones leave little (docs/DESIGN_NOTES.md,
-// "Memory while learning").
+// heap or page cache (docs/DESIGN_NOTES.md, "Memory while learning").
 constexpr double kReleaseAfterBytes = 256 << 10;
-// A callback or async trial walks its request for its size (ByteSizeLong,
-// 144-204 us on 520-650 KB requests, billed to the budget). Once
-// kSizesAgree walks in a row came within 1/64 of the first, trials take that
-// size and only every kSizeEvery-th trial of a mode walks, to check; a size
-// outside the band starts over. Counted per mode, not per method: modes take
-// turns, and a walk warms the cache for the release after it, so each mode
-// gets its share of checks. An error of 1/64 falls on every mode alike.
+// A callback or async trial walks its request for its size (ByteSizeLong:
+// 144-204 us on 520-650 KB, billed). Once kSizesAgree walks in a row came
+// within 1/64 of the first, only every kSizeEvery-th trial of each mode
+// walks, to check, the others take that size; a check outside starts over.
+// Per mode: modes take turns, and a walk warms the cache for the release.
 constexpr int kSizesAgree = 8;
 constexpr uint32_t kSizeEvery = 8;
 
@@ -68,10 +63,7 @@ double ClockReadNs() {
   return ns;
 }
 
-LearningBudget& Budget() {
-  static LearningBudget* const b = new LearningBudget();
-  return *b;
-}
+constinit LearningBudget budget;
 
 // The process's CPU, read at most every 10 ms (a system call): the budget
 // only needs it roughly.
@@ -82,7 +74,7 @@ bool BudgetHasRoom(double now_s) {
     read_at_s.store(now_s, std::memory_order_relaxed);
     cpu_ns.store(ProcessCpuNs(), std::memory_order_relaxed);
   }
-  return Budget().HasRoom(cpu_ns.load(std::memory_order_relaxed));
+  return budget.HasRoom(cpu_ns.load(std::memory_order_relaxed));
 }
 
 // Async trials handed out and not ended: NextTag reads the clock only then.
@@ -103,9 +95,7 @@ std::vector<AutoMethod*> Methods(AutoMethod* add = nullptr) {
 }  // namespace
 
 struct AutoMethod::State {
-  const std::string name;
-  const google::protobuf::Descriptor* const request;
-  const google::protobuf::Descriptor* const response;
+  const DecisionEntry id;  // the method's identity in decisions files
   void (*const trim_reuse)();
   AutoLearner learner;
   std::atomic<bool> async_lines{false};
@@ -191,7 +181,7 @@ void CountWindow(AutoMethod::State& m, const CallTiming& t, bool lost) {
                "arenarpc: kAuto on %s: %d of the last %d timed calls ended on "
                "another thread, around another call, or (async) without "
                "arenarpc::NextTag's window; it stays in %s\n",
-               m.name.c_str(), window_lost, kLossWindow,
+               m.id.method.c_str(), window_lost, kLossWindow,
                std::string(AllocationModeName(m.learner.current())).c_str());
 }
 
@@ -215,20 +205,17 @@ AutoMethod::AutoMethod(std::string name, const AutoOptions& options,
                        const google::protobuf::Descriptor* response,
                        void (*trim_reuse)())
     : state_(new State{
-          .name = std::move(name),
-          .request = request,
-          .response = response,
+          .id = IdentityOf(name, request, response),
           .trim_reuse = trim_reuse,
           .learner = AutoLearner(LearnerOptions{
               .recheck_after_s = options.recheck_after_s,
               .prior_min_bytes = options.prior.min_bytes,
               .prior_heap_ns_per_byte = options.prior.heap_ns_per_byte})}) {
-  Budget().set_share(std::clamp(options.max_cpu_share, 0.0, 1.0));
+  budget.set_share(std::clamp(options.max_cpu_share, 0.0, 1.0));
   Methods(this);
   if (options.decisions_path.empty()) return;
-  DecisionEntry id = IdentityOf(state_->name, request, response);
   if (auto d = DecisionAtInstall(options.decisions_path, options.save_decisions,
-                                 id)) {
+                                 state_->id)) {
     Load(*state_, *d);
   }
 }
@@ -281,8 +268,8 @@ void AutoMethod::Observe(const CallTiming& t, double cost_ns) {
     AfterTrial(m, t.mode, t.bytes);
   }
   const int reads = t.kind == CallKind::kAsync ? 5 : 2;
-  Budget().Spend(excess + t.sizing_ns + ThreadCpuNs() - start +
-                 reads * ClockReadNs());
+  budget.Spend(excess + t.sizing_ns + ThreadCpuNs() - start +
+               reads * ClockReadNs());
 }
 
 void AutoMethod::Unobserved(const CallTiming& t, bool lost) {
@@ -291,7 +278,7 @@ void AutoMethod::Unobserved(const CallTiming& t, bool lost) {
   (lost ? m.lost : m.failed).fetch_add(1, std::memory_order_relaxed);
   if (t.kind != CallKind::kSync) CountWindow(m, t, lost);
   AfterTrial(m, t.mode, t.bytes);
-  Budget().Spend(t.sizing_ns + ThreadCpuNs() - start + 3 * ClockReadNs());
+  budget.Spend(t.sizing_ns + ThreadCpuNs() - start + 3 * ClockReadNs());
 }
 
 void AutoMethod::NoteAsyncLines() {
@@ -308,7 +295,7 @@ void BeforeAsyncNext() {
   w.start_ns = -1;
   if (async_trials_out.load(std::memory_order_relaxed) > 0) {
     w.start_ns = ThreadCpuNs();
-    Budget().Spend(ClockReadNs());  // whatever tag the Next returns
+    budget.Spend(ClockReadNs());  // whatever tag the Next returns
   }
 }
 
@@ -316,13 +303,7 @@ void AsyncExclusionEnd(double start_ns) {
   if (start_ns < 0) return;
   // The two reads around it are the window's clock's too.
   async_thread_window.excluded_ns += ThreadCpuNs() - start_ns + ClockReadNs();
-  Budget().Spend(2 * ClockReadNs());
-}
-
-AsyncCall::AsyncCall(AutoMethod* method, const CallTiming& timing,
-                     double made_at_ns)
-    : method_(method), t_(timing) {
-  if (t_.method != nullptr) cost_ns_ = made_at_ns - t_.start_ns;
+  budget.Spend(2 * ClockReadNs());
 }
 
 void AsyncCall::Arrived() {
@@ -348,10 +329,6 @@ void AsyncCall::SizeRequest(const google::protobuf::Message* request) {
                  w.open() && w.seq == seq_ ? &w.excluded_ns : nullptr);
 }
 
-void AsyncCall::BeforeFreeRequest(const google::protobuf::Message& request) {
-  if (state_ == State::kArrived) SizeRequest(&request);
-}
-
 void AsyncCall::Answered(const google::protobuf::Message* request,
                          const google::protobuf::Message& response, bool ok) {
   if (t_.method == nullptr || state_ != State::kArrived) return;
@@ -370,11 +347,6 @@ void AsyncCall::Answered(const google::protobuf::Message* request,
   t_.bytes += response.GetCachedSize();  // Finish() serialized it
   SizeRequest(request);
   state_ = State::kAnswered;
-}
-
-double AsyncCall::BeforeRelease() const {
-  if (t_.method != nullptr && state_ == State::kAnswered) return ThreadCpuNs();
-  return AsyncExclusionStart();
 }
 
 void AsyncCall::AfterRelease(double start_ns) {
@@ -405,8 +377,7 @@ std::vector<DecisionEntry> AutoMethodDecisions() {
   for (AutoMethod* a : Methods()) {
     const AutoMethod::State& m = a->state();
     const AutoLearner::Snapshot s = m.learner.snapshot();
-    DecisionEntry& e =
-        out.emplace_back(IdentityOf(m.name, m.request, m.response));
+    DecisionEntry& e = out.emplace_back(m.id);
     e.mode = s.mode;
     e.source = s.source;
     e.cost_us = Micros(s.cost_ns);
@@ -420,7 +391,7 @@ std::vector<DecisionEntry> AutoMethodDecisions() {
 
 void LoadAutoMethodDecision(const DecisionEntry& entry) {
   for (AutoMethod* a : Methods()) {
-    if (a->state().name == entry.method) Load(a->state(), entry);
+    if (a->state().id.method == entry.method) Load(a->state(), entry);
   }
 }
 
@@ -429,7 +400,7 @@ std::vector<MeasuredMethodStats> AutoMethodsStats() {
   for (AutoMethod* a : Methods()) {
     const AutoMethod::State& m = a->state();
     const AutoLearner::Snapshot s = m.learner.snapshot();
-    out.push_back({.method = m.name,
+    out.push_back({.method = m.id.method,
                    .automatic = true,
                    .mode = s.mode,
                    .recommended = s.mode,
@@ -450,6 +421,6 @@ std::vector<MeasuredMethodStats> AutoMethodsStats() {
   return out;
 }
 
-double AutoLearningCpuNs() { return Budget().spent_ns(); }
+double AutoLearningCpuNs() { return budget.spent_ns(); }
 
 }  // namespace arenarpc::internal

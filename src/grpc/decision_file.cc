@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "arenarpc/grpc/auto_decisions.h"
+#include "arenarpc/internal/cpu_clock.h"
 #include "arenarpc/internal/mutex.h"
 #include "google/protobuf/descriptor.pb.h"
 #include "google/protobuf/struct.pb.h"
@@ -141,26 +142,19 @@ std::string Mismatch(const DecisionEntry& entry, const DecisionEntry& id) {
   return "";
 }
 
-// The entries of `path`; entries skipped: one line each on stderr, and
-// with `log` a file that cannot be used too.
+// The entries of `path` (each one skipped: a line on stderr).
 absl::StatusOr<std::vector<DecisionEntry>> ReadDecisions(
-    const std::string& path, bool log) {
+    const std::string& path) {
   std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
   std::ostringstream text;
-  if (in) text << in.rdbuf();
+  text << in.rdbuf();
   std::vector<std::string> skipped;
-  absl::StatusOr<std::vector<DecisionEntry>> entries =
-      in ? ParseDecisions(text.str(), &skipped)
-         : absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
+  auto entries = ParseDecisions(text.str(), &skipped);
   for (const std::string& why : skipped) {
     std::fprintf(stderr, "arenarpc: auto decisions file %s: %s ignored\n",
                  path.c_str(), why.c_str());
-  }
-  if (!entries.ok() && log) {
-    std::fprintf(stderr,
-                 "arenarpc: auto decisions file %s ignored (kAuto learns as "
-                 "without it): %s\n",
-                 path.c_str(), entries.status().ToString().c_str());
   }
   return entries;
 }
@@ -187,9 +181,7 @@ void SaveTick() {
   std::string path;
   {
     MutexLock lock(&s.mu);
-    const double now = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now().time_since_epoch())
-                           .count();
+    const double now = CpuClockNs(CLOCK_MONOTONIC) / 1e9;  // steady
     if (!s.dirty || now - s.last_save_s < 1) return;
     s.dirty = false;
     s.last_save_s = now;
@@ -338,8 +330,14 @@ std::optional<DecisionEntry> DecisionAtInstall(const std::string& path,
   if (save && s.save_path.empty()) s.save_path = path;
   auto [file, fresh] = s.files.try_emplace(path);
   if (fresh) {
-    file->second = ReadDecisions(path, /*log=*/true)
-                       .value_or(std::vector<DecisionEntry>());
+    auto read = ReadDecisions(path);
+    if (!read.ok()) {
+      std::fprintf(stderr,
+                   "arenarpc: auto decisions file %s ignored (kAuto learns as "
+                   "without it): %s\n",
+                   path.c_str(), read.status().ToString().c_str());
+    }
+    file->second = std::move(read).value_or(std::vector<DecisionEntry>());
   }
   for (const DecisionEntry& e : file->second) {
     if (e.method != id.method) continue;
@@ -411,7 +409,7 @@ absl::Status SaveAutoDecisions(const std::string& path) {
 absl::StatusOr<int> LoadAutoDecisions(const std::string& path) {
   using internal::DecisionEntry;
   absl::StatusOr<std::vector<DecisionEntry>> entries =
-      internal::ReadDecisions(path, /*log=*/false);
+      internal::ReadDecisions(path);
   if (!entries.ok()) return entries.status();
   std::map<std::string, DecisionEntry> ids;
   for (DecisionEntry& e : internal::AutoMethodDecisions()) {

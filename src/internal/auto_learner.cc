@@ -5,9 +5,7 @@
 
 namespace arenarpc::internal {
 
-namespace {
 constexpr int kHeap = static_cast<int>(AllocationMode::kHeap);
-}  // namespace
 
 double AutoLearner::ModeCalls::median() const {
   if (sorted.empty()) return -1;

@@ -1,22 +1,21 @@
-// kAuto's decision for one method, from the method's own calls. A timed
-// call's cost is its CPU per byte on the wire (request and response), so
-// calls of different sizes compare.
+// kAuto's decision for one method, from its own calls: each timed call's
+// cost is its CPU per byte on the wire (request and response), so calls of
+// different sizes compare.
 //
 //   AutoLearner learner(options);
 //   if (auto mode = learner.Trial(now_s)) { ...serve in *mode, time it...
 //     learner.Observe(*mode, cost_ns, bytes, /*warming=*/false, now_s); }
 //   AllocationMode m = learner.current();   // untimed calls
 //
-// A decision gives each candidate mode `calls_per_mode` timed calls in
-// turn and takes the lowest median (a page fault or preemption in one call
-// must not decide); the running mode stays unless another is cheaper by
-// `margin`. A mode whose median after `min_calls` is `drop_ratio` times the
-// cheapest's gets no more trials, and calls running in it move to the
-// cheapest at once. The prior: while the calls carry `prior_min_bytes` or
-// more (geometric mean) heap is no candidate, unless the cheapest mode
-// costs under `prior_heap_ns_per_byte`. Up to `max_warming` reuse calls on
-// a new pool instance a decision are left out. Settled, it decides again
-// `recheck_after_s` later. docs/DESIGN.md, "auto: the learner".
+// The rule (docs/DESIGN.md, "auto: the learner"): `calls_per_mode` timed
+// calls per candidate mode, in turn; the lowest median wins (one page fault
+// must not decide), the running mode stays within `margin`; a mode whose
+// median after `min_calls` is `drop_ratio` times the best gets no more
+// trials and calls leave it at once. The prior holds heap out while calls
+// carry `prior_min_bytes` or more (geometric mean), unless the best costs
+// under `prior_heap_ns_per_byte`. Up to `max_warming` reuse calls on a new
+// pool instance a decision are left out. Settled, it decides again
+// `recheck_after_s` later.
 //
 // Thread safety: every member may be called from any thread.
 #ifndef ARENARPC_SRC_INTERNAL_AUTO_LEARNER_H_

@@ -1,18 +1,10 @@
-// Internal: kAuto on the call path. A method's AutoMethod hands some calls a
-// trial (a mode to run in, timed); the call's holder times it on the thread
-// that runs it and reports the cost. Defined in src/grpc/auto_method.cc; the
-// learner is src/internal/auto_learner.h. Not a public API.
-//
-// A call's cost, per API:
-//  - sync: AllocateMessages to Release, all on one thread;
-//  - callback: the same, counted only if Release runs on the allocating
-//    thread with no other call's messages made or released in between
-//    (TimedCall), else lost;
-//  - async (arenarpc/grpc/async.h's lines): from just before the Next() that
-//    returned the request's tag to just after Finish(), plus the messages'
-//    making and release (AsyncCall).
-// A method whose callback or async trials are mostly lost stops learning
-// (logged once). Streamed messages are timed like callback calls.
+// Internal: kAuto on the call path (src/grpc/auto_method.cc). A method's
+// AutoMethod hands some calls a trial, a mode to run in; the call's holder
+// times it on the thread that runs it and reports the cost: sync and
+// callback calls from AllocateMessages to Release (TimedCall; a callback
+// call released elsewhere or around another call is lost), async calls
+// inside the window of arenarpc/grpc/async.h's three lines (AsyncCall).
+// docs/DESIGN.md, "auto: the learner".
 //
 // Thread safety: an AutoMethod is used by every call of its method at once;
 // a TimedCall or AsyncCall by one call at a time, as gRPC guarantees.
@@ -56,8 +48,8 @@ struct CallTiming {
   uint64_t thread = 0;        // the clock's thread and its holder events
   uint64_t events = 0;
 
-  // Walks the request for its bytes: not the call's cost (billed); the
-  // walk's time is also added to *excluded when given.
+  // Walks the request for its bytes: not the call's cost (billed), and
+  // added to *excluded when given.
   void SizeRequest(const google::protobuf::Message& request, double* excluded) {
     const double start = ThreadCpuNs();
     sized_bytes = static_cast<double>(request.ByteSizeLong());
@@ -178,11 +170,10 @@ class TimedCall {
   bool failed_ = false;
 };
 
-// The async window of the calling thread (see the top of this file):
-// arenarpc::NextTag reads the thread's CPU before Next() while some async
-// trial is out; Arrived() claims that reading for its call, Answered()
-// closes the window. Other calls' messages made or released on the thread
-// while it is open are timed and left out of it.
+// The calling thread's async window: arenarpc::NextTag reads the thread's
+// CPU before Next() while some async trial is out; Arrived() claims that
+// reading for its call, Answered() closes the window. Other calls' messages
+// made or released on the thread meanwhile are timed and left out of it.
 struct AsyncThreadWindow {
   uint64_t seq = 0;        // NextTag calls on this thread (0: none yet)
   double start_ns = -1;    // the CPU before the last Next (-1: not read)
@@ -206,7 +197,10 @@ class AsyncCall {
   AsyncCall() = default;
   // `timing`: the call's trial (method null: none), its clock started
   // before the messages were made, which ended at `made_at_ns`.
-  AsyncCall(AutoMethod* method, const CallTiming& timing, double made_at_ns);
+  AsyncCall(AutoMethod* method, const CallTiming& timing, double made_at_ns)
+      : method_(method), t_(timing) {
+    if (t_.method != nullptr) cost_ns_ = made_at_ns - t_.start_ns;
+  }
   AsyncCall(AsyncCall&& o) noexcept { *this = std::move(o); }
   AsyncCall& operator=(AsyncCall&& o) noexcept {
     method_ = std::exchange(o.method_, nullptr);
@@ -223,10 +217,16 @@ class AsyncCall {
   void Arrived();
   void Answered(const google::protobuf::Message* request,
                 const google::protobuf::Message& response, bool ok);
-  void BeforeFreeRequest(const google::protobuf::Message& request);
+  void BeforeFreeRequest(const google::protobuf::Message& request) {
+    if (state_ == State::kArrived) SizeRequest(&request);
+  }
   // Around the messages' release: the call's own (answered), or another
   // open window's to leave out.
-  double BeforeRelease() const;
+  double BeforeRelease() const {
+    if (t_.method != nullptr && state_ == State::kAnswered)
+      return ThreadCpuNs();
+    return AsyncExclusionStart();
+  }
   void AfterRelease(double start_ns);
 
  private:
