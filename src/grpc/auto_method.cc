@@ -1,6 +1,6 @@
 // kAuto per method: which calls are trials, their costs into the learner
 // (src/internal/auto_learner.h) within the learning budget, request sizes,
-// the async windows, memory given back, the decisions file's hooks.
+// the async windows, memory given back, and the decisions files.
 #include <stdlib.h>  // defines __GLIBC__ for the test below
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -12,9 +12,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "arenarpc/grpc/auto_decisions.h"
 #include "arenarpc/grpc/internal/auto_call.h"
 #include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/internal/cpu_clock.h"
@@ -80,16 +83,29 @@ bool BudgetHasRoom(double now_s) {
 // Async trials handed out and not ended: NextTag reads the clock only then.
 std::atomic<int64_t> async_trials_out{0};
 
+// The process's kAuto methods and decisions files.
 struct Registry {
   Mutex mu;
   std::vector<AutoMethod*> methods ABSL_GUARDED_BY(mu);
+  // Each file read (at install, or loaded): its entries of methods not
+  // installed here are saved again.
+  std::map<std::string, std::vector<DecisionEntry>> files ABSL_GUARDED_BY(mu);
+  std::string save_path ABSL_GUARDED_BY(mu);  // the first install's
+  bool dirty ABSL_GUARDED_BY(mu) = false;     // a decision not saved yet
+  bool saving ABSL_GUARDED_BY(mu) = false;    // the save tick is added
+  double saved_at_s ABSL_GUARDED_BY(mu) = -1;
 };
+Registry& TheRegistry() {
+  static Registry* const r = new Registry();  // outlives every call
+  return *r;
+}
+
 // Every AutoMethod made so far, with `add` (a new one) if given.
 std::vector<AutoMethod*> Methods(AutoMethod* add = nullptr) {
-  static Registry* const r = new Registry();
-  MutexLock lock(&r->mu);
-  if (add != nullptr) r->methods.push_back(add);
-  return r->methods;
+  Registry& r = TheRegistry();
+  MutexLock lock(&r.mu);
+  if (add != nullptr) r.methods.push_back(add);
+  return r.methods;
 }
 
 }  // namespace
@@ -185,12 +201,77 @@ void CountWindow(AutoMethod::State& m, const CallTiming& t, bool lost) {
                std::string(AllocationModeName(m.learner.current())).c_str());
 }
 
-// Settled in a decisions file's entry: its mode, costs and calls.
-void Load(AutoMethod::State& m, const DecisionEntry& d) {
+// Starts `m` settled in a decisions file's entry (its mode, costs and
+// calls), or says why the entry does not apply.
+std::string Start(AutoMethod::State& m, const DecisionEntry& e) {
+  std::string why = Mismatch(e, m.id);
+  if (why.empty() && m.learner.snapshot().source != DecisionSource::kNone) {
+    why = "decided already";
+  }
+  if (!why.empty()) return why;
   std::array<double, kNumAllocationModes> cost_ns;
-  for (int i = 0; i < kNumAllocationModes; ++i) cost_ns[i] = d.cost_us[i] * 1e3;
-  m.loaded_calls.store(d.calls, std::memory_order_relaxed);
-  m.learner.Load(d.mode, NowS(), cost_ns);
+  for (int i = 0; i < kNumAllocationModes; ++i) cost_ns[i] = e.cost_us[i] * 1e3;
+  m.loaded_calls.store(e.calls, std::memory_order_relaxed);
+  m.learner.Load(e.mode, NowS(), cost_ns);
+  return "";
+}
+
+// At install with a decisions file, read once per process and path: its
+// entry for `m`. A file or entry that does not apply: a line on stderr.
+void StartAtInstall(AutoMethod::State& m, const AutoOptions& o) {
+  Registry& r = TheRegistry();
+  MutexLock lock(&r.mu);
+  if (o.save_decisions && r.save_path.empty()) r.save_path = o.decisions_path;
+  auto [file, fresh] = r.files.try_emplace(o.decisions_path);
+  if (fresh) {
+    auto read = ReadDecisions(o.decisions_path);
+    if (!read.ok()) {
+      std::fprintf(stderr,
+                   "arenarpc: auto decisions file %s ignored (kAuto learns as "
+                   "without it): %s\n",
+                   o.decisions_path.c_str(), read.status().ToString().c_str());
+    }
+    file->second = std::move(read).value_or(std::vector<DecisionEntry>());
+  }
+  for (const DecisionEntry& e : file->second) {
+    if (e.method != m.id.method) continue;
+    if (const std::string why = Start(m, e); !why.empty()) {
+      std::fprintf(stderr,
+                   "arenarpc: auto decisions file %s: %s ignored (kAuto "
+                   "learns it): %s\n",
+                   o.decisions_path.c_str(), e.method.c_str(), why.c_str());
+    }
+    return;
+  }
+}
+
+// The background thread's tick: saves at most once a second (decisions
+// come in bursts at start-up).
+void SaveTick() {
+  Registry& r = TheRegistry();
+  std::string path;
+  {
+    MutexLock lock(&r.mu);
+    const double now = NowS();
+    if (!r.dirty || now - r.saved_at_s < 1) return;
+    r.dirty = false;
+    r.saved_at_s = now;
+    path = r.save_path;
+  }
+  if (const absl::Status st = SaveAutoDecisions(path); !st.ok()) {
+    std::fprintf(stderr, "arenarpc: saving auto decisions to %s: %s\n",
+                 path.c_str(), st.ToString().c_str());
+  }
+}
+
+// A decision settled: saved to the install's path (if any), off the call
+// path.
+void DecisionSettled() {
+  Registry& r = TheRegistry();
+  MutexLock lock(&r.mu);
+  if (r.save_path.empty()) return;
+  r.dirty = true;
+  if (!std::exchange(r.saving, true)) AddBackgroundTick(SaveTick);
 }
 
 }  // namespace
@@ -213,11 +294,7 @@ AutoMethod::AutoMethod(std::string name, const AutoOptions& options,
               .prior_heap_ns_per_byte = options.prior.heap_ns_per_byte})}) {
   budget.set_share(std::clamp(options.max_cpu_share, 0.0, 1.0));
   Methods(this);
-  if (options.decisions_path.empty()) return;
-  if (auto d = DecisionAtInstall(options.decisions_path, options.save_decisions,
-                                 state_->id)) {
-    Load(*state_, *d);
-  }
+  if (!options.decisions_path.empty()) StartAtInstall(*state_, options);
 }
 
 AllocationMode AutoMethod::mode() const { return state_->learner.current(); }
@@ -370,31 +447,6 @@ void AsyncCall::AfterRelease(double start_ns) {
   AsyncExclusionEnd(start_ns);
 }
 
-// The decisions file's hooks (src/grpc/decision_file.h).
-
-std::vector<DecisionEntry> AutoMethodDecisions() {
-  std::vector<DecisionEntry> out;
-  for (AutoMethod* a : Methods()) {
-    const AutoMethod::State& m = a->state();
-    const AutoLearner::Snapshot s = m.learner.snapshot();
-    DecisionEntry& e = out.emplace_back(m.id);
-    e.mode = s.mode;
-    e.source = s.source;
-    e.cost_us = Micros(s.cost_ns);
-    // Loaded: saved again as it was loaded (SaveAutoDecisions).
-    e.calls = s.source == DecisionSource::kLoaded
-                  ? m.loaded_calls.load(std::memory_order_relaxed)
-                  : s.observed;
-  }
-  return out;
-}
-
-void LoadAutoMethodDecision(const DecisionEntry& entry) {
-  for (AutoMethod* a : Methods()) {
-    if (a->state().id.method == entry.method) Load(a->state(), entry);
-  }
-}
-
 std::vector<MeasuredMethodStats> AutoMethodsStats() {
   std::vector<MeasuredMethodStats> out;
   for (AutoMethod* a : Methods()) {
@@ -424,3 +476,66 @@ std::vector<MeasuredMethodStats> AutoMethodsStats() {
 double AutoLearningCpuNs() { return budget.spent_ns(); }
 
 }  // namespace arenarpc::internal
+
+namespace arenarpc {
+
+absl::Status SaveAutoDecisions(const std::string& path) {
+  using internal::DecisionEntry;
+  const double now = std::chrono::duration<double>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  std::vector<DecisionEntry> out;
+  std::set<std::string> installed;
+  for (internal::AutoMethod* a : internal::Methods()) {
+    const internal::AutoMethod::State& m = a->state();
+    const internal::AutoLearner::Snapshot s = m.learner.snapshot();
+    installed.insert(m.id.method);
+    if (s.source == DecisionSource::kNone) continue;
+    DecisionEntry& e = out.emplace_back(m.id);
+    // A loaded decision is saved as it was loaded (costs, calls), as learned.
+    const bool loaded = s.source == DecisionSource::kLoaded;
+    e.mode = s.mode;
+    e.source = loaded ? DecisionSource::kLearned : s.source;
+    e.cost_us = internal::Micros(s.cost_ns);
+    e.calls =
+        loaded ? m.loaded_calls.load(std::memory_order_relaxed) : s.observed;
+    e.saved_unix_s = now;
+  }
+  {
+    internal::Registry& r = internal::TheRegistry();
+    internal::MutexLock lock(&r.mu);
+    if (const auto file = r.files.find(path); file != r.files.end()) {
+      for (const DecisionEntry& e : file->second) {
+        if (!installed.contains(e.method)) out.push_back(e);
+      }
+    }
+  }
+  return internal::WriteDecisions(path, out);
+}
+
+absl::StatusOr<int> LoadAutoDecisions(const std::string& path) {
+  auto entries = internal::ReadDecisions(path);
+  if (!entries.ok()) return entries.status();
+  const std::vector<internal::AutoMethod*> methods = internal::Methods();
+  int started = 0;
+  for (const internal::DecisionEntry& e : *entries) {
+    const auto it = std::ranges::find_if(methods, [&](internal::AutoMethod* a) {
+      return a->state().id.method == e.method;
+    });
+    const std::string why = it == methods.end()
+                                ? "not a kAuto method of this process"
+                                : internal::Start((*it)->state(), e);
+    if (why.empty()) {
+      ++started;
+    } else {
+      std::fprintf(stderr, "arenarpc: auto decisions file %s: %s ignored: %s\n",
+                   path.c_str(), e.method.c_str(), why.c_str());
+    }
+  }
+  internal::Registry& r = internal::TheRegistry();
+  internal::MutexLock lock(&r.mu);
+  r.files[path] = *std::move(entries);  // kept for the next save
+  return started;
+}
+
+}  // namespace arenarpc

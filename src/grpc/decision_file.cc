@@ -4,26 +4,20 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <set>
+#include <optional>
 #include <sstream>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "arenarpc/grpc/auto_decisions.h"
-#include "arenarpc/internal/cpu_clock.h"
-#include "arenarpc/internal/mutex.h"
 #include "google/protobuf/descriptor.pb.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/stubs/common.h"
 #include "google/protobuf/util/json_util.h"
-#include "src/internal/background.h"
 
 namespace arenarpc::internal {
 namespace {
@@ -41,19 +35,6 @@ constexpr std::pair<const char*, std::string DecisionEntry::*> kStrings[] = {
     {"request_type", &DecisionEntry::request_type},
     {"response_type", &DecisionEntry::response_type},
     {"schema", &DecisionEntry::schema}};
-
-void CollectTypes(const Descriptor* d,
-                  std::map<std::string, const Descriptor*>* seen) {
-  if (d == nullptr || !seen->emplace(std::string(d->full_name()), d).second) {
-    return;
-  }
-  for (int i = 0; i < d->field_count(); ++i) {
-    CollectTypes(d->field(i)->message_type(), seen);
-  }
-  for (int i = 0; i < d->nested_type_count(); ++i) {
-    CollectTypes(d->nested_type(i), seen);
-  }
-}
 
 uint64_t Fnv1a(uint64_t h, std::string_view bytes) {
   for (const char c : bytes) {
@@ -124,112 +105,25 @@ std::string ReadEntry(const Value& v, DecisionEntry* e) {
   return "";
 }
 
-std::string Mismatch(const DecisionEntry& entry, const DecisionEntry& id) {
-  if (entry.protobuf != id.protobuf) {
-    return absl::StrCat("written with protobuf ", entry.protobuf, ", not ",
-                        id.protobuf);
-  }
-  if (entry.request_type != id.request_type ||
-      entry.response_type != id.response_type) {
-    return absl::StrCat("message types ", entry.request_type, " -> ",
-                        entry.response_type, ", now ", id.request_type, " -> ",
-                        id.response_type);
-  }
-  if (entry.schema != id.schema) {
-    return absl::StrCat("schema ", entry.schema, ", now ", id.schema,
-                        " (the messages changed)");
-  }
-  return "";
-}
-
-// The entries of `path` (each one skipped: a line on stderr).
-absl::StatusOr<std::vector<DecisionEntry>> ReadDecisions(
-    const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::vector<std::string> skipped;
-  auto entries = ParseDecisions(text.str(), &skipped);
-  for (const std::string& why : skipped) {
-    std::fprintf(stderr, "arenarpc: auto decisions file %s: %s ignored\n",
-                 path.c_str(), why.c_str());
-  }
-  return entries;
-}
-
-struct Store {
-  Mutex mu;
-  // Files read at install or loaded: their entries of methods not installed
-  // here are saved again.
-  std::map<std::string, std::vector<DecisionEntry>> files ABSL_GUARDED_BY(mu);
-  std::string save_path ABSL_GUARDED_BY(mu);
-  bool dirty ABSL_GUARDED_BY(mu) = false;
-  bool saving ABSL_GUARDED_BY(mu) = false;  // the background tick is added
-  double last_save_s ABSL_GUARDED_BY(mu) = -1;
-};
-Store& TheStore() {
-  static Store* const store = new Store();  // outlives every call
-  return *store;
-}
-
-// The background thread's tick: saves at most once a second (decisions
-// come in bursts at start-up).
-void SaveTick() {
-  Store& s = TheStore();
-  std::string path;
-  {
-    MutexLock lock(&s.mu);
-    const double now = CpuClockNs(CLOCK_MONOTONIC) / 1e9;  // steady
-    if (!s.dirty || now - s.last_save_s < 1) return;
-    s.dirty = false;
-    s.last_save_s = now;
-    path = s.save_path;
-  }
-  const absl::Status st = SaveAutoDecisions(path);
-  if (!st.ok()) {
-    std::fprintf(stderr, "arenarpc: saving auto decisions to %s: %s\n",
-                 path.c_str(), st.ToString().c_str());
-  }
-}
-
-// `text` to `path` through a temporary file beside it (rename() stays on
-// one file system), unique per process and write: a reader sees the old
-// file or the new one, never a part.
-absl::Status WriteAtomically(const std::string& path, const std::string& text) {
-  static std::atomic<uint64_t> serial{0};
-  const std::string tmp =
-      absl::StrCat(path, ".tmp.", getpid(), ".", serial.fetch_add(1));
-  std::FILE* f = std::fopen(tmp.c_str(), "we");  // e: close on exec
-  if (f == nullptr) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", tmp));
-  }
-  const bool written =
-      std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
-      std::fflush(f) == 0 && fsync(fileno(f)) == 0;
-  const int write_errno = errno;
-  std::string failed;
-  if (std::fclose(f) != 0 || !written) {
-    failed = absl::StrCat("cannot write ", tmp);
-  } else if (rename(tmp.c_str(), path.c_str()) != 0) {
-    failed = absl::StrCat("cannot rename to ", path);
-  }
-  if (failed.empty()) return absl::OkStatus();
-  const int err = written ? errno : write_errno;
-  unlink(tmp.c_str());
-  return absl::ErrnoToStatus(err, failed);
-}
-
 }  // namespace
 
 int64_t ProtobufVersion() { return GOOGLE_PROTOBUF_VERSION; }
 
 std::string SchemaFingerprint(const Descriptor* request,
                               const Descriptor* response) {
-  std::map<std::string, const Descriptor*> types;
-  CollectTypes(request, &types);
-  CollectTypes(response, &types);
+  std::map<std::string, const Descriptor*> types;  // every one reached
+  std::vector<const Descriptor*> todo = {request, response};
+  while (!todo.empty()) {
+    const Descriptor* d = todo.back();
+    todo.pop_back();
+    if (d == nullptr || !types.emplace(d->full_name(), d).second) continue;
+    for (int i = 0; i < d->field_count(); ++i) {
+      todo.push_back(d->field(i)->message_type());
+    }
+    for (int i = 0; i < d->nested_type_count(); ++i) {
+      todo.push_back(d->nested_type(i));
+    }
+  }
   uint64_t h = 0xcbf29ce484222325ull;
   // Which is which matters too: a request and a response swapped differ.
   h = Fnv1a(h, request != nullptr ? request->full_name() : "");
@@ -322,44 +216,6 @@ absl::StatusOr<std::string> FormatDecisions(
   return out;
 }
 
-std::optional<DecisionEntry> DecisionAtInstall(const std::string& path,
-                                               bool save,
-                                               const DecisionEntry& id) {
-  Store& s = TheStore();
-  MutexLock lock(&s.mu);
-  if (save && s.save_path.empty()) s.save_path = path;
-  auto [file, fresh] = s.files.try_emplace(path);
-  if (fresh) {
-    auto read = ReadDecisions(path);
-    if (!read.ok()) {
-      std::fprintf(stderr,
-                   "arenarpc: auto decisions file %s ignored (kAuto learns as "
-                   "without it): %s\n",
-                   path.c_str(), read.status().ToString().c_str());
-    }
-    file->second = std::move(read).value_or(std::vector<DecisionEntry>());
-  }
-  for (const DecisionEntry& e : file->second) {
-    if (e.method != id.method) continue;
-    const std::string why = Mismatch(e, id);
-    if (why.empty()) return e;
-    std::fprintf(stderr,
-                 "arenarpc: auto decisions file %s: %s ignored (kAuto learns "
-                 "it): %s\n",
-                 path.c_str(), id.method.c_str(), why.c_str());
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-void DecisionSettled() {
-  Store& s = TheStore();
-  MutexLock lock(&s.mu);
-  if (s.save_path.empty()) return;
-  s.dirty = true;
-  if (!std::exchange(s.saving, true)) AddBackgroundTick(SaveTick);
-}
-
 DecisionEntry IdentityOf(const std::string& method, const Descriptor* request,
                          const Descriptor* response) {
   DecisionEntry id;
@@ -371,70 +227,67 @@ DecisionEntry IdentityOf(const std::string& method, const Descriptor* request,
   return id;
 }
 
+std::string Mismatch(const DecisionEntry& entry, const DecisionEntry& id) {
+  if (entry.protobuf != id.protobuf) {
+    return absl::StrCat("written with protobuf ", entry.protobuf, ", not ",
+                        id.protobuf);
+  }
+  if (entry.request_type != id.request_type ||
+      entry.response_type != id.response_type) {
+    return absl::StrCat("message types ", entry.request_type, " -> ",
+                        entry.response_type, ", now ", id.request_type, " -> ",
+                        id.response_type);
+  }
+  if (entry.schema != id.schema) {
+    return absl::StrCat("schema ", entry.schema, ", now ", id.schema,
+                        " (the messages changed)");
+  }
+  return "";
+}
+
+absl::StatusOr<std::vector<DecisionEntry>> ReadDecisions(
+    const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::vector<std::string> skipped;
+  auto entries = ParseDecisions(text.str(), &skipped);
+  for (const std::string& why : skipped) {
+    std::fprintf(stderr, "arenarpc: auto decisions file %s: %s ignored\n",
+                 path.c_str(), why.c_str());
+  }
+  return entries;
+}
+
+absl::Status WriteDecisions(const std::string& path,
+                            const std::vector<DecisionEntry>& entries) {
+  const absl::StatusOr<std::string> text = FormatDecisions(entries);
+  if (!text.ok()) return text.status();
+  // A temporary file beside it (rename() stays on one file system), unique
+  // per process and write.
+  static std::atomic<uint64_t> serial{0};
+  const std::string tmp =
+      absl::StrCat(path, ".tmp.", getpid(), ".", serial.fetch_add(1));
+  std::FILE* f = std::fopen(tmp.c_str(), "we");  // e: close on exec
+  if (f == nullptr) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", tmp));
+  }
+  const bool written =
+      std::fwrite(text->data(), 1, text->size(), f) == text->size() &&
+      std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  const int write_errno = errno;
+  std::string failed;
+  if (std::fclose(f) != 0 || !written) {
+    failed = absl::StrCat("cannot write ", tmp);
+  } else if (rename(tmp.c_str(), path.c_str()) != 0) {
+    failed = absl::StrCat("cannot rename to ", path);
+  }
+  if (failed.empty()) return absl::OkStatus();
+  const int err = written ? errno : write_errno;
+  unlink(tmp.c_str());
+  return absl::ErrnoToStatus(err, failed);
+}
+
 }  // namespace arenarpc::internal
-
-namespace arenarpc {
-
-absl::Status SaveAutoDecisions(const std::string& path) {
-  using internal::DecisionEntry;
-  std::vector<DecisionEntry> out;
-  std::set<std::string> installed;
-  const double now = std::chrono::duration<double>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-  for (DecisionEntry& e : internal::AutoMethodDecisions()) {
-    installed.insert(e.method);
-    if (e.source == DecisionSource::kNone) continue;
-    // A loaded decision is saved as it was loaded (costs, calls), as learned.
-    if (e.source == DecisionSource::kLoaded) {
-      e.source = DecisionSource::kLearned;
-    }
-    e.saved_unix_s = now;
-    out.push_back(std::move(e));
-  }
-  {
-    internal::Store& s = internal::TheStore();
-    internal::MutexLock lock(&s.mu);
-    const auto it = s.files.find(path);
-    if (it != s.files.end()) {
-      for (const DecisionEntry& e : it->second) {
-        if (!installed.contains(e.method)) out.push_back(e);
-      }
-    }
-  }
-  const absl::StatusOr<std::string> text = internal::FormatDecisions(out);
-  return text.ok() ? internal::WriteAtomically(path, *text) : text.status();
-}
-
-absl::StatusOr<int> LoadAutoDecisions(const std::string& path) {
-  using internal::DecisionEntry;
-  absl::StatusOr<std::vector<DecisionEntry>> entries =
-      internal::ReadDecisions(path);
-  if (!entries.ok()) return entries.status();
-  std::map<std::string, DecisionEntry> ids;
-  for (DecisionEntry& e : internal::AutoMethodDecisions()) {
-    ids.emplace(e.method, std::move(e));
-  }
-  int started = 0;
-  for (const DecisionEntry& e : *entries) {
-    const auto it = ids.find(e.method);
-    std::string why = it == ids.end() ? "not a kAuto method of this process"
-                                      : internal::Mismatch(e, it->second);
-    if (why.empty() && it->second.source != DecisionSource::kNone) {
-      why = "decided already";
-    }
-    if (!why.empty()) {
-      std::fprintf(stderr, "arenarpc: auto decisions file %s: %s ignored: %s\n",
-                   path.c_str(), e.method.c_str(), why.c_str());
-      continue;
-    }
-    internal::LoadAutoMethodDecision(e);
-    ++started;
-  }
-  internal::Store& s = internal::TheStore();
-  internal::MutexLock lock(&s.mu);
-  s.files[path] = *std::move(entries);  // kept for the next save
-  return started;
-}
-
-}  // namespace arenarpc

@@ -1,6 +1,6 @@
-// kAuto's decisions file (arenarpc/grpc/auto_decisions.h): its entries and
-// JSON, the schema fingerprint, and the process's store of files read and
-// of the path decisions are saved to.
+// kAuto's decisions file (arenarpc/grpc/auto_decisions.h): its entries, their
+// JSON, the schema fingerprint, reading and writing the file. Which methods
+// load and save what: src/grpc/auto_method.cc.
 //
 // Thread safety: every function may be called from any thread.
 #ifndef ARENARPC_SRC_GRPC_DECISION_FILE_H_
@@ -10,7 +10,6 @@
 
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +42,9 @@ std::string SchemaFingerprint(const google::protobuf::Descriptor* request,
 DecisionEntry IdentityOf(const std::string& method,
                          const google::protobuf::Descriptor* request,
                          const google::protobuf::Descriptor* response);
+// Why `entry` does not apply to the method of identity `id` (same name):
+// empty if it does.
+std::string Mismatch(const DecisionEntry& entry, const DecisionEntry& id);
 
 // The file's entries. Errors: InvalidArgument (not JSON, not this format),
 // FailedPrecondition (a newer version). An entry that cannot be read is
@@ -53,21 +55,12 @@ absl::StatusOr<std::vector<DecisionEntry>> ParseDecisions(
 absl::StatusOr<std::string> FormatDecisions(
     const std::vector<DecisionEntry>& entries);
 
-// At install with AutoOptions::decisions_path `path`: the file, read once
-// per process and path, and its entry for `id` if it matches (a file or
-// entry that does not: one line on stderr). With `save`, the first such
-// path is where decisions are saved.
-std::optional<DecisionEntry> DecisionAtInstall(const std::string& path,
-                                               bool save,
-                                               const DecisionEntry& id);
-// A decision settled: saved to that path (if any) on the background
-// thread, at most once a second.
-void DecisionSettled();
-
-// In src/grpc/auto_method.cc: every kAuto method's identity and decision
-// (source kNone: none yet), and starting one settled in `entry`.
-std::vector<DecisionEntry> AutoMethodDecisions();
-void LoadAutoMethodDecision(const DecisionEntry& entry);
+// The entries of the file at `path` (each one skipped: a line on stderr).
+absl::StatusOr<std::vector<DecisionEntry>> ReadDecisions(
+    const std::string& path);
+// `entries` to `path`, atomically: a reader sees the old file or the new.
+absl::Status WriteDecisions(const std::string& path,
+                            const std::vector<DecisionEntry>& entries);
 
 }  // namespace arenarpc::internal
 
