@@ -114,7 +114,7 @@ struct AutoMethod::State {
   const DecisionEntry id;  // the method's identity in decisions files
   void (*const trim_reuse)();
   AutoLearner learner;
-  std::atomic<bool> async_lines{false};
+  std::atomic<bool> async_lines{false};  // async.h's lines seen: timed
   std::atomic<uint64_t> lost{0};
   std::atomic<uint64_t> failed{0};
   std::atomic<bool> untimed{false};  // stopped learning: trials mostly lost
@@ -264,8 +264,7 @@ void SaveTick() {
   }
 }
 
-// A decision settled: saved to the install's path (if any), off the call
-// path.
+// A decision settled: saved to the first install's path, if any.
 void DecisionSettled() {
   Registry& r = TheRegistry();
   MutexLock lock(&r.mu);
@@ -358,10 +357,6 @@ void AutoMethod::Unobserved(const CallTiming& t, bool lost) {
   budget.Spend(t.sizing_ns + ThreadCpuNs() - start + 3 * ClockReadNs());
 }
 
-void AutoMethod::NoteAsyncLines() {
-  state_->async_lines.store(true, std::memory_order_relaxed);
-}
-
 // The async window (auto_call.h).
 
 void BeforeAsyncNext() {
@@ -387,7 +382,9 @@ void AsyncCall::Arrived() {
   AsyncThreadWindow& w = async_thread_window;
   const bool lines = w.seq != 0 && !w.claimed && !w.tainted && !w.closed;
   if (lines) w.claimed = true;
-  if (method_ != nullptr && lines) method_->NoteAsyncLines();
+  if (method_ != nullptr && lines) {
+    method_->state().async_lines.store(true, std::memory_order_relaxed);
+  }
   if (t_.method == nullptr || state_ != State::kPosted || !lines ||
       w.start_ns < 0) {
     if (lines) w.closed = true;  // nothing of this Next to time
@@ -400,10 +397,8 @@ void AsyncCall::Arrived() {
 }
 
 void AsyncCall::SizeRequest(const google::protobuf::Message* request) {
-  if (!t_.size_request || request == nullptr) return;
   AsyncThreadWindow& w = async_thread_window;
-  t_.SizeRequest(*request,
-                 w.open() && w.seq == seq_ ? &w.excluded_ns : nullptr);
+  t_.SizeRequest(request, w.open() && w.seq == seq_ ? &w.excluded_ns : nullptr);
 }
 
 void AsyncCall::Answered(const google::protobuf::Message* request,
@@ -480,18 +475,17 @@ double AutoLearningCpuNs() { return budget.spent_ns(); }
 namespace arenarpc {
 
 absl::Status SaveAutoDecisions(const std::string& path) {
-  using internal::DecisionEntry;
   const double now = std::chrono::duration<double>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
-  std::vector<DecisionEntry> out;
+  std::vector<internal::DecisionEntry> out;
   std::set<std::string> installed;
   for (internal::AutoMethod* a : internal::Methods()) {
     const internal::AutoMethod::State& m = a->state();
     const internal::AutoLearner::Snapshot s = m.learner.snapshot();
     installed.insert(m.id.method);
     if (s.source == DecisionSource::kNone) continue;
-    DecisionEntry& e = out.emplace_back(m.id);
+    internal::DecisionEntry& e = out.emplace_back(m.id);
     // A loaded decision is saved as it was loaded (costs, calls), as learned.
     const bool loaded = s.source == DecisionSource::kLoaded;
     e.mode = s.mode;
@@ -505,12 +499,12 @@ absl::Status SaveAutoDecisions(const std::string& path) {
     internal::Registry& r = internal::TheRegistry();
     internal::MutexLock lock(&r.mu);
     if (const auto file = r.files.find(path); file != r.files.end()) {
-      for (const DecisionEntry& e : file->second) {
+      for (const internal::DecisionEntry& e : file->second) {
         if (!installed.contains(e.method)) out.push_back(e);
       }
     }
   }
-  return internal::WriteDecisions(path, out);
+  return internal::WriteDecisions(path, out);  // not under the lock: fsync
 }
 
 absl::StatusOr<int> LoadAutoDecisions(const std::string& path) {

@@ -25,6 +25,8 @@ namespace {
 using google::protobuf::Descriptor;
 using google::protobuf::Struct;
 using google::protobuf::Value;
+using google::protobuf::util::JsonStringToMessage;
+using google::protobuf::util::MessageToJsonString;
 
 constexpr const char* kFormat = "arenarpc auto decisions";
 constexpr int kVersion = 1;  // written, and the newest read
@@ -140,11 +142,9 @@ std::string SchemaFingerprint(const Descriptor* request,
 absl::StatusOr<std::vector<DecisionEntry>> ParseDecisions(
     std::string_view json, std::vector<std::string>* skipped) {
   Struct file;
-  const auto parsed =
-      google::protobuf::util::JsonStringToMessage(std::string(json), &file);
-  if (!parsed.ok()) {
+  if (const auto st = JsonStringToMessage(std::string(json), &file); !st.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("not JSON: ", parsed.ToString()));
+        absl::StrCat("not JSON: ", st.ToString()));
   }
   if (String(file, "format") != kFormat) {
     return absl::InvalidArgumentError(
@@ -207,24 +207,20 @@ absl::StatusOr<std::string> FormatDecisions(
   std::string out;
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
-  const auto printed =
-      google::protobuf::util::MessageToJsonString(file, &out, options);
-  if (!printed.ok()) {
+  if (const auto st = MessageToJsonString(file, &out, options); !st.ok()) {
     return absl::InternalError(
-        absl::StrCat("cannot format the decisions: ", printed.ToString()));
+        absl::StrCat("cannot format the decisions: ", st.ToString()));
   }
   return out;
 }
 
 DecisionEntry IdentityOf(const std::string& method, const Descriptor* request,
                          const Descriptor* response) {
-  DecisionEntry id;
-  id.method = method;
-  id.request_type = std::string(request->full_name());
-  id.response_type = std::string(response->full_name());
-  id.schema = SchemaFingerprint(request, response);
-  id.protobuf = ProtobufVersion();
-  return id;
+  return {.method = method,
+          .request_type = std::string(request->full_name()),
+          .response_type = std::string(response->full_name()),
+          .schema = SchemaFingerprint(request, response),
+          .protobuf = ProtobufVersion()};
 }
 
 std::string Mismatch(const DecisionEntry& entry, const DecisionEntry& id) {

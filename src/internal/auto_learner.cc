@@ -14,8 +14,7 @@ double AutoLearner::ModeCalls::median() const {
   return (sorted[mid] + sorted[mid - 1]) / 2;
 }
 
-AutoLearner::AutoLearner(const LearnerOptions& options)
-    : options_(options), current_(options.initial) {
+AutoLearner::AutoLearner(const LearnerOptions& options) : options_(options) {
   MutexLock lock(&mu_);
   StartDecision();
 }

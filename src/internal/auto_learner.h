@@ -1,23 +1,13 @@
 // kAuto's decision for one method, from its own calls: each timed call's
-// cost is its CPU per byte on the wire (request and response), so calls of
-// different sizes compare.
+// cost is its CPU per byte on the wire, so calls of different sizes compare.
 //
 //   AutoLearner learner(options);
 //   if (auto mode = learner.Trial(now_s)) { ...serve in *mode, time it...
 //     learner.Observe(*mode, cost_ns, bytes, /*warming=*/false, now_s); }
 //   AllocationMode m = learner.current();   // untimed calls
 //
-// The rule (docs/DESIGN.md, "auto: the learner"): `calls_per_mode` timed
-// calls per candidate mode, in turn; the lowest median wins (one page fault
-// must not decide), the running mode stays within `margin`; a mode whose
-// median after `min_calls` is `drop_ratio` times the best gets no more
-// trials and calls leave it at once. The prior holds heap out while calls
-// carry `prior_min_bytes` or more (geometric mean), unless the best costs
-// under `prior_heap_ns_per_byte`. Up to `max_warming` reuse calls on a new
-// pool instance a decision are left out. Settled, it decides again
-// `recheck_after_s` later.
-//
-// Thread safety: every member may be called from any thread.
+// The rule, the prior and warming: LearnerOptions, and docs/DESIGN.md,
+// "auto: the learner". Thread safety: every member, from any thread.
 #ifndef ARENARPC_SRC_INTERNAL_AUTO_LEARNER_H_
 #define ARENARPC_SRC_INTERNAL_AUTO_LEARNER_H_
 
@@ -34,15 +24,21 @@
 namespace arenarpc::internal {
 
 struct LearnerOptions {
-  AllocationMode initial = AllocationMode::kArena;  // before any decision
+  // Each candidate mode gets this many timed calls, in turn; the lowest
+  // median wins (one page fault must not decide), the running mode stays
+  // within `margin`. After `min_calls`, a mode at `drop_ratio` times the
+  // best gets no more trials, and calls running in it move to the best.
   int calls_per_mode = 24;
   int min_calls = 6;
   double drop_ratio = 1.3;
   double margin = 0.03;
-  double recheck_after_s = 30;
-  double prior_min_bytes = 48 << 10;  // 0: no prior
+  double recheck_after_s = 30;  // settled, it decides again this much later
+  // The prior: heap is no candidate while the calls carry this much or more
+  // (geometric mean; 0: no prior), unless the best costs under
+  // `prior_heap_ns_per_byte`.
+  double prior_min_bytes = 48 << 10;
   double prior_heap_ns_per_byte = 0.5;
-  int max_warming = 32;
+  int max_warming = 32;  // reuse calls on a new pool instance left out
 };
 
 class AutoLearner {
@@ -103,7 +99,7 @@ class AutoLearner {
   }
 
   const LearnerOptions options_;
-  std::atomic<AllocationMode> current_;
+  std::atomic<AllocationMode> current_{AllocationMode::kArena};
   std::atomic<bool> learning_{true};
   std::atomic<double> recheck_at_s_{-1};  // -1: none due
   std::atomic<uint32_t> turn_{0};

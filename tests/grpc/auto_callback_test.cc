@@ -177,7 +177,7 @@ TEST(AutoCallbackTest, AgreeingRequestSizesAreWalkedOneTrialInEight) {
       EXPECT_NE(mode, AllocationMode::kHeap);
       if (t.method == nullptr) continue;
       if (t.size_request) {
-        t.SizeRequest(request, nullptr);
+        t.SizeRequest(&request, nullptr);
         ++walked;
       }
       method->Observe(t, (mode == AllocationMode::kReuse ? 1.0 : 2.0) *

@@ -22,7 +22,7 @@
 // GOOGLE_PROTOBUF_VERSION. An entry is taken only for a kAuto method of this
 // process with the same types, schema and protobuf version; any other entry
 // is skipped with one line on stderr (one of a method not installed here is
-// kept for the next save).
+// kept for the next save, silently at install).
 //
 // Thread safety: every function may be called from any thread.
 #ifndef ARENARPC_GRPC_AUTO_DECISIONS_H_

@@ -48,11 +48,12 @@ struct CallTiming {
   uint64_t thread = 0;        // the clock's thread and its holder events
   uint64_t events = 0;
 
-  // Walks the request for its bytes: not the call's cost (billed), and
-  // added to *excluded when given.
-  void SizeRequest(const google::protobuf::Message& request, double* excluded) {
+  // If `size_request`, walks the request for its bytes: not the call's cost
+  // (billed), and added to *excluded when given.
+  void SizeRequest(const google::protobuf::Message* request, double* excluded) {
+    if (!size_request || request == nullptr) return;
     const double start = ThreadCpuNs();
-    sized_bytes = static_cast<double>(request.ByteSizeLong());
+    sized_bytes = static_cast<double>(request->ByteSizeLong());
     bytes += sized_bytes;
     const double ns = ThreadCpuNs() - start;
     size_request = false;
@@ -81,10 +82,6 @@ class AutoMethod {
   // A trial not observed: `lost` (its window was not its own), or failed
   // (not OK, cancelled, never came): counted and billed.
   void Unobserved(const CallTiming& timing, bool lost);
-  // An async call arrived right after arenarpc::NextTag: async calls may be
-  // timed from now on.
-  void NoteAsyncLines();
-
   struct State;
   State& state() const { return *state_; }
 
@@ -161,9 +158,8 @@ class TimedCall {
            thread_call_events.events == t_.events;
   }
   void SizeRequest(const google::protobuf::Message* request) {
-    if (!t_.size_request || request == nullptr) return;
     const bool here = thread_call_events.thread == t_.thread;
-    t_.SizeRequest(*request, here ? &t_.excluded_ns : nullptr);
+    t_.SizeRequest(request, here ? &t_.excluded_ns : nullptr);
   }
 
   CallTiming t_;
