@@ -1,7 +1,6 @@
 // kAuto per method: which calls are trials, their costs into the learner
-// (src/internal/auto_learner.h) within the learning budget, the async
-// windows, what a mode keeps given back once calls stop running in it, and
-// the decisions file's hooks.
+// (src/internal/auto_learner.h) within the learning budget, request sizes,
+// the async windows, memory given back, and the decisions files.
 #include <stdlib.h>  // defines __GLIBC__ for the test below
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -11,13 +10,16 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "arenarpc/grpc/auto_decisions.h"
 #include "arenarpc/grpc/internal/auto_call.h"
 #include "arenarpc/grpc/internal/counters.h"
-#include "arenarpc/grpc/stats.h"
 #include "arenarpc/internal/cpu_clock.h"
 #include "arenarpc/internal/mutex.h"
 #include "src/grpc/decision_file.h"
@@ -29,18 +31,26 @@ namespace arenarpc::internal {
 
 namespace {
 
-// Callback and async trials: the window looked at, and how many of it may
-// be lost before the method stops learning.
+// Callback and async trials: a method stops learning when more than half
+// of a window of them is lost.
 constexpr int kLossWindow = 32;
 // A heap or arena trial this large leaves megabytes idle in its thread's
-// heap or page cache; smaller ones leave little (docs/DESIGN_NOTES.md,
-// "Memory while learning").
+// heap or page cache (docs/DESIGN_NOTES.md, "Memory while learning").
 constexpr double kReleaseAfterBytes = 256 << 10;
+// A callback or async trial walks its request for its size (ByteSizeLong:
+// 144-204 us on 520-650 KB, billed). Once kSizesAgree walks in a row came
+// within 1/64 of the first, only every kSizeEvery-th trial of each mode
+// walks, to check, the others take that size; a check outside starts over.
+// Per mode: modes take turns, and a walk warms the cache for the release.
+constexpr int kSizesAgree = 8;
+constexpr uint32_t kSizeEvery = 8;
 
-double NowS() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+double NowS() { return CpuClockNs(CLOCK_MONOTONIC) / 1e9; }  // steady
+
+std::array<double, kNumAllocationModes> Micros(
+    std::array<double, kNumAllocationModes> ns) {
+  for (double& x : ns) x /= 1e3;
+  return ns;
 }
 
 // What one read of the thread's CPU clock costs (measured once): billed.
@@ -56,10 +66,7 @@ double ClockReadNs() {
   return ns;
 }
 
-LearningBudget& Budget() {
-  static LearningBudget* const b = new LearningBudget();
-  return *b;
-}
+constinit LearningBudget budget;
 
 // The process's CPU, read at most every 10 ms (a system call): the budget
 // only needs it roughly.
@@ -70,64 +77,59 @@ bool BudgetHasRoom(double now_s) {
     read_at_s.store(now_s, std::memory_order_relaxed);
     cpu_ns.store(ProcessCpuNs(), std::memory_order_relaxed);
   }
-  return Budget().HasRoom(cpu_ns.load(std::memory_order_relaxed));
+  return budget.HasRoom(cpu_ns.load(std::memory_order_relaxed));
 }
 
 // Async trials handed out and not ended: NextTag reads the clock only then.
 std::atomic<int64_t> async_trials_out{0};
 
+// The process's kAuto methods and decisions files.
+struct Registry {
+  Mutex mu;
+  std::vector<AutoMethod*> methods ABSL_GUARDED_BY(mu);
+  // Each file read (at install, or loaded): its entries of methods not
+  // installed here are saved again.
+  std::map<std::string, std::vector<DecisionEntry>> files ABSL_GUARDED_BY(mu);
+  std::string save_path ABSL_GUARDED_BY(mu);  // the first install's
+  bool dirty ABSL_GUARDED_BY(mu) = false;     // a decision not saved yet
+  bool saving ABSL_GUARDED_BY(mu) = false;    // the save tick is added
+  double saved_at_s ABSL_GUARDED_BY(mu) = -1;
+};
+Registry& TheRegistry() {
+  static Registry* const r = new Registry();  // outlives every call
+  return *r;
+}
+
+// Every AutoMethod made so far, with `add` (a new one) if given.
+std::vector<AutoMethod*> Methods(AutoMethod* add = nullptr) {
+  Registry& r = TheRegistry();
+  MutexLock lock(&r.mu);
+  if (add != nullptr) r.methods.push_back(add);
+  return r.methods;
+}
+
 }  // namespace
 
 struct AutoMethod::State {
-  State(std::string n, const AutoOptions& o,
-        const google::protobuf::Descriptor* req,
-        const google::protobuf::Descriptor* resp, void (*trim)())
-      : name(std::move(n)),
-        request(req),
-        response(resp),
-        learner(
-            LearnerOptions{.recheck_after_s = o.recheck_after_s,
-                           .prior_min_bytes = o.prior.min_bytes,
-                           .prior_heap_ns_per_byte = o.prior.heap_ns_per_byte}),
-        trim_reuse(trim) {}
-
-  const std::string name;
-  const google::protobuf::Descriptor* const request;
-  const google::protobuf::Descriptor* const response;
-  AutoLearner learner;
+  const DecisionEntry id;  // the method's identity in decisions files
   void (*const trim_reuse)();
-  std::atomic<bool> async_lines{false};
+  AutoLearner learner;
+  std::atomic<bool> async_lines{false};  // async.h's lines seen: timed
   std::atomic<uint64_t> lost{0};
   std::atomic<uint64_t> failed{0};
   std::atomic<bool> untimed{false};  // stopped learning: trials mostly lost
   std::atomic<uint64_t> loaded_calls{0};  // the decisions file's entry's
   std::array<std::atomic<bool>, kNumAllocationModes> release_queued{};
-  Mutex window_mu;
-  int window_ended ABSL_GUARDED_BY(window_mu) = 0;
-  int window_lost ABSL_GUARDED_BY(window_mu) = 0;
+  std::atomic<double> request_size{-1};  // agreed on (-1: walk every trial)
+  std::array<std::atomic<uint32_t>, kNumAllocationModes> size_turn{};
+  Mutex mu{};
+  int window_ended ABSL_GUARDED_BY(mu) = 0;
+  int window_lost ABSL_GUARDED_BY(mu) = 0;
+  double size_anchor ABSL_GUARDED_BY(mu) = 0;  // the first of the run
+  int size_run ABSL_GUARDED_BY(mu) = 0;        // walks in a row near it
 };
 
 namespace {
-
-class Registry {
- public:
-  static Registry& Get() {
-    static Registry* const r = new Registry();
-    return *r;
-  }
-  void Add(AutoMethod* m) {
-    MutexLock lock(&mu_);
-    methods_.push_back(m);
-  }
-  std::vector<AutoMethod*> Methods() {
-    MutexLock lock(&mu_);
-    return methods_;
-  }
-
- private:
-  Mutex mu_;
-  std::vector<AutoMethod*> methods_ ABSL_GUARDED_BY(mu_);
-};
 
 // Gives back what `mode` keeps idle, on the background thread (its CPU is
 // the background thread's, GetMeasuringCost().thread_cpu_s), unless calls
@@ -138,20 +140,16 @@ void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
   const bool posted = PostBackground([&m, mode, i] {
     m.release_queued[i].store(false, std::memory_order_relaxed);
     if (m.learner.current() == mode) return;
-    switch (mode) {
-      case AllocationMode::kHeap:
+    if (mode == AllocationMode::kHeap) {
 #if defined(__GLIBC__)
-        malloc_trim(0);
+      malloc_trim(0);
 #endif
-        break;
-      case AllocationMode::kArena:
-        ReleaseIdleArenasAndPages(std::chrono::milliseconds(0));
-        break;
-      default:
-        if (m.trim_reuse != nullptr) m.trim_reuse();
-        ReleaseIdleArenasAndPages(std::chrono::milliseconds(0));
-        break;
+      return;
     }
+    if (mode == AllocationMode::kReuse && m.trim_reuse != nullptr) {
+      m.trim_reuse();
+    }
+    ReleaseIdleArenasAndPages(std::chrono::milliseconds(0));
   });
   if (!posted) m.release_queued[i].store(false, std::memory_order_relaxed);
 }
@@ -169,12 +167,23 @@ void AfterTrial(AutoMethod::State& m, AllocationMode mode, double bytes) {
   ReleaseIdle(m, mode);
 }
 
-// A callback or async trial ended: lost or not. Most of a window lost: the
-// method's calls cannot be timed, so it stops learning (logged once).
-void CountWindow(AutoMethod::State& m, bool lost) {
+// A callback or async trial ended, lost or not: its request's size, if
+// walked, is noted. Most of a window lost: the method's calls cannot be
+// timed, so it stops learning (logged once).
+void CountWindow(AutoMethod::State& m, const CallTiming& t, bool lost) {
   int window_lost = 0;
   {
-    MutexLock lock(&m.window_mu);
+    MutexLock lock(&m.mu);
+    if (const double b = t.sized_bytes; b >= 0) {
+      if (m.size_run > 0 && std::abs(b - m.size_anchor) <= m.size_anchor / 64) {
+        ++m.size_run;
+      } else {
+        m.size_anchor = b;
+        m.size_run = 1;
+      }
+      m.request_size.store(m.size_run >= kSizesAgree ? m.size_anchor : -1,
+                           std::memory_order_relaxed);
+    }
     ++m.window_ended;
     if (lost) ++m.window_lost;
     if (m.window_ended < kLossWindow) return;
@@ -188,16 +197,80 @@ void CountWindow(AutoMethod::State& m, bool lost) {
                "arenarpc: kAuto on %s: %d of the last %d timed calls ended on "
                "another thread, around another call, or (async) without "
                "arenarpc::NextTag's window; it stays in %s\n",
-               m.name.c_str(), window_lost, kLossWindow,
+               m.id.method.c_str(), window_lost, kLossWindow,
                std::string(AllocationModeName(m.learner.current())).c_str());
 }
 
-// Settled in a decisions file's entry: its mode, costs and calls.
-void Load(AutoMethod::State& m, const DecisionEntry& d) {
+// Starts `m` settled in a decisions file's entry (its mode, costs and
+// calls), or says why the entry does not apply.
+std::string Start(AutoMethod::State& m, const DecisionEntry& e) {
+  std::string why = Mismatch(e, m.id);
+  if (why.empty() && m.learner.snapshot().source != DecisionSource::kNone) {
+    why = "decided already";
+  }
+  if (!why.empty()) return why;
   std::array<double, kNumAllocationModes> cost_ns;
-  for (int i = 0; i < kNumAllocationModes; ++i) cost_ns[i] = d.cost_us[i] * 1e3;
-  m.loaded_calls.store(d.calls, std::memory_order_relaxed);
-  m.learner.Load(d.mode, NowS(), cost_ns);
+  for (int i = 0; i < kNumAllocationModes; ++i) cost_ns[i] = e.cost_us[i] * 1e3;
+  m.loaded_calls.store(e.calls, std::memory_order_relaxed);
+  m.learner.Load(e.mode, NowS(), cost_ns);
+  return "";
+}
+
+// At install with a decisions file, read once per process and path: its
+// entry for `m`. A file or entry that does not apply: a line on stderr.
+void StartAtInstall(AutoMethod::State& m, const AutoOptions& o) {
+  Registry& r = TheRegistry();
+  MutexLock lock(&r.mu);
+  if (o.save_decisions && r.save_path.empty()) r.save_path = o.decisions_path;
+  auto [file, fresh] = r.files.try_emplace(o.decisions_path);
+  if (fresh) {
+    auto read = ReadDecisions(o.decisions_path);
+    if (!read.ok()) {
+      std::fprintf(stderr,
+                   "arenarpc: auto decisions file %s ignored (kAuto learns as "
+                   "without it): %s\n",
+                   o.decisions_path.c_str(), read.status().ToString().c_str());
+    }
+    file->second = std::move(read).value_or(std::vector<DecisionEntry>());
+  }
+  for (const DecisionEntry& e : file->second) {
+    if (e.method != m.id.method) continue;
+    if (const std::string why = Start(m, e); !why.empty()) {
+      std::fprintf(stderr,
+                   "arenarpc: auto decisions file %s: %s ignored (kAuto "
+                   "learns it): %s\n",
+                   o.decisions_path.c_str(), e.method.c_str(), why.c_str());
+    }
+    return;
+  }
+}
+
+// The background thread's tick: saves at most once a second (decisions
+// come in bursts at start-up).
+void SaveTick() {
+  Registry& r = TheRegistry();
+  std::string path;
+  {
+    MutexLock lock(&r.mu);
+    const double now = NowS();
+    if (!r.dirty || now - r.saved_at_s < 1) return;
+    r.dirty = false;
+    r.saved_at_s = now;
+    path = r.save_path;
+  }
+  if (const absl::Status st = SaveAutoDecisions(path); !st.ok()) {
+    std::fprintf(stderr, "arenarpc: saving auto decisions to %s: %s\n",
+                 path.c_str(), st.ToString().c_str());
+  }
+}
+
+// A decision settled: saved to the first install's path, if any.
+void DecisionSettled() {
+  Registry& r = TheRegistry();
+  MutexLock lock(&r.mu);
+  if (r.save_path.empty()) return;
+  r.dirty = true;
+  if (!std::exchange(r.saving, true)) AddBackgroundTick(SaveTick);
 }
 
 }  // namespace
@@ -211,16 +284,16 @@ AutoMethod::AutoMethod(std::string name, const AutoOptions& options,
                        const google::protobuf::Descriptor* request,
                        const google::protobuf::Descriptor* response,
                        void (*trim_reuse)())
-    : state_(
-          new State(std::move(name), options, request, response, trim_reuse)) {
-  Budget().set_share(std::clamp(options.max_cpu_share, 0.0, 1.0));
-  Registry::Get().Add(this);
-  if (options.decisions_path.empty()) return;
-  DecisionEntry id = IdentityOf(state_->name, request, response);
-  if (auto d = DecisionAtInstall(options.decisions_path, options.save_decisions,
-                                 id)) {
-    Load(*state_, *d);
-  }
+    : state_(new State{
+          .id = IdentityOf(name, request, response),
+          .trim_reuse = trim_reuse,
+          .learner = AutoLearner(LearnerOptions{
+              .recheck_after_s = options.recheck_after_s,
+              .prior_min_bytes = options.prior.min_bytes,
+              .prior_heap_ns_per_byte = options.prior.heap_ns_per_byte})}) {
+  budget.set_share(std::clamp(options.max_cpu_share, 0.0, 1.0));
+  Methods(this);
+  if (!options.decisions_path.empty()) StartAtInstall(*state_, options);
 }
 
 AllocationMode AutoMethod::mode() const { return state_->learner.current(); }
@@ -236,10 +309,15 @@ AllocationMode AutoMethod::ModeForCall(CallKind kind, double request_bytes,
   const std::optional<AllocationMode> trial = m.learner.Trial(now);
   if (!trial || !BudgetHasRoom(now)) return m.learner.current();
   *timing = CallTiming{.method = this, .mode = *trial, .kind = kind};
+  const double known = m.request_size.load(std::memory_order_relaxed);
+  std::atomic<uint32_t>& turn = m.size_turn[static_cast<int>(*trial)];
   if (kind == CallKind::kSync) {
     timing->bytes = std::max(request_bytes, 0.0);
-  } else {
+  } else if (known < 0 ||
+             turn.fetch_add(1, std::memory_order_relaxed) % kSizeEvery == 0) {
     timing->size_request = true;
+  } else {
+    timing->bytes = known;  // kSizesAgree
   }
   if (kind == CallKind::kAsync) {
     async_trials_out.fetch_add(1, std::memory_order_relaxed);
@@ -251,7 +329,7 @@ AllocationMode AutoMethod::ModeForCall(CallKind kind, double request_bytes,
 void AutoMethod::Observe(const CallTiming& t, double cost_ns) {
   const double start = ThreadCpuNs();
   State& m = *state_;
-  if (t.kind != CallKind::kSync) CountWindow(m, /*lost=*/false);
+  if (t.kind != CallKind::kSync) CountWindow(m, t, /*lost=*/false);
   // Billed: the share of this call lost to a dearer mode, the sizing, the
   // clock reads (an async call's three more).
   const double excess = m.learner.ExcessShare(t.mode) * cost_ns;
@@ -266,21 +344,17 @@ void AutoMethod::Observe(const CallTiming& t, double cost_ns) {
     AfterTrial(m, t.mode, t.bytes);
   }
   const int reads = t.kind == CallKind::kAsync ? 5 : 2;
-  Budget().Spend(excess + t.sizing_ns + ThreadCpuNs() - start +
-                 reads * ClockReadNs());
+  budget.Spend(excess + t.sizing_ns + ThreadCpuNs() - start +
+               reads * ClockReadNs());
 }
 
 void AutoMethod::Unobserved(const CallTiming& t, bool lost) {
   const double start = ThreadCpuNs();
   State& m = *state_;
   (lost ? m.lost : m.failed).fetch_add(1, std::memory_order_relaxed);
-  if (t.kind != CallKind::kSync) CountWindow(m, lost);
+  if (t.kind != CallKind::kSync) CountWindow(m, t, lost);
   AfterTrial(m, t.mode, t.bytes);
-  Budget().Spend(t.sizing_ns + ThreadCpuNs() - start + 3 * ClockReadNs());
-}
-
-void AutoMethod::NoteAsyncLines() {
-  state_->async_lines.store(true, std::memory_order_relaxed);
+  budget.Spend(t.sizing_ns + ThreadCpuNs() - start + 3 * ClockReadNs());
 }
 
 // The async window (auto_call.h).
@@ -293,7 +367,7 @@ void BeforeAsyncNext() {
   w.start_ns = -1;
   if (async_trials_out.load(std::memory_order_relaxed) > 0) {
     w.start_ns = ThreadCpuNs();
-    Budget().Spend(ClockReadNs());  // whatever tag the Next returns
+    budget.Spend(ClockReadNs());  // whatever tag the Next returns
   }
 }
 
@@ -301,20 +375,16 @@ void AsyncExclusionEnd(double start_ns) {
   if (start_ns < 0) return;
   // The two reads around it are the window's clock's too.
   async_thread_window.excluded_ns += ThreadCpuNs() - start_ns + ClockReadNs();
-  Budget().Spend(2 * ClockReadNs());
-}
-
-AsyncCall::AsyncCall(AutoMethod* method, const CallTiming& timing,
-                     double made_at_ns)
-    : method_(method), t_(timing) {
-  if (t_.method != nullptr) cost_ns_ = made_at_ns - t_.start_ns;
+  budget.Spend(2 * ClockReadNs());
 }
 
 void AsyncCall::Arrived() {
   AsyncThreadWindow& w = async_thread_window;
   const bool lines = w.seq != 0 && !w.claimed && !w.tainted && !w.closed;
   if (lines) w.claimed = true;
-  if (method_ != nullptr && lines) method_->NoteAsyncLines();
+  if (method_ != nullptr && lines) {
+    method_->state().async_lines.store(true, std::memory_order_relaxed);
+  }
   if (t_.method == nullptr || state_ != State::kPosted || !lines ||
       w.start_ns < 0) {
     if (lines) w.closed = true;  // nothing of this Next to time
@@ -326,13 +396,9 @@ void AsyncCall::Arrived() {
   thread_ = CallThread();
 }
 
-void AsyncCall::SizeRequest(const google::protobuf::Message& request) {
+void AsyncCall::SizeRequest(const google::protobuf::Message* request) {
   AsyncThreadWindow& w = async_thread_window;
   t_.SizeRequest(request, w.open() && w.seq == seq_ ? &w.excluded_ns : nullptr);
-}
-
-void AsyncCall::BeforeFreeRequest(const google::protobuf::Message& request) {
-  if (state_ == State::kArrived && t_.size_request) SizeRequest(request);
 }
 
 void AsyncCall::Answered(const google::protobuf::Message* request,
@@ -351,13 +417,8 @@ void AsyncCall::Answered(const google::protobuf::Message* request,
   }
   cost_ns_ += end - w.start_ns - w.excluded_ns;
   t_.bytes += response.GetCachedSize();  // Finish() serialized it
-  if (t_.size_request && request != nullptr) SizeRequest(*request);
+  SizeRequest(request);
   state_ = State::kAnswered;
-}
-
-double AsyncCall::BeforeRelease() const {
-  if (t_.method != nullptr && state_ == State::kAnswered) return ThreadCpuNs();
-  return AsyncExclusionStart();
 }
 
 void AsyncCall::AfterRelease(double start_ns) {
@@ -370,80 +431,105 @@ void AsyncCall::AfterRelease(double start_ns) {
     return;
   }
   async_trials_out.fetch_sub(1, std::memory_order_relaxed);
-  AutoMethod* const method = std::exchange(t_.method, nullptr);
-  CallTiming t = t_;
-  t.method = method;
+  const CallTiming t = std::exchange(t_, {});
   if (state_ == State::kAnswered) {
-    method->Observe(t, cost_ns_ + ThreadCpuNs() - start_ns);
+    t.method->Observe(t, cost_ns_ + ThreadCpuNs() - start_ns);
     if (w.open()) w.excluded_ns += ThreadCpuNs() - start_ns + ClockReadNs();
     return;
   }
   // Posted (never came, or no Arrived()), no Answered(), failed: not OK.
-  method->Unobserved(t, /*lost=*/state_ == State::kLost);
+  t.method->Unobserved(t, /*lost=*/state_ == State::kLost);
   AsyncExclusionEnd(start_ns);
-}
-
-// The decisions file's hooks (src/grpc/decision_file.h).
-
-std::vector<DecisionEntry> AutoMethodDecisions() {
-  std::vector<DecisionEntry> out;
-  for (AutoMethod* a : Registry::Get().Methods()) {
-    const AutoMethod::State& m = a->state();
-    DecisionEntry e = IdentityOf(m.name, m.request, m.response);
-    const AutoLearner::Snapshot s = m.learner.snapshot();
-    e.mode = s.mode;
-    e.source = s.source;
-    for (int i = 0; i < kNumAllocationModes; ++i)
-      e.cost_us[i] = s.cost_ns[i] / 1e3;
-    // Loaded: saved again as it was loaded (SaveAutoDecisions).
-    e.calls = s.source == DecisionSource::kLoaded
-                  ? m.loaded_calls.load(std::memory_order_relaxed)
-                  : s.observed;
-    out.push_back(std::move(e));
-  }
-  return out;
-}
-
-bool LoadAutoMethodDecision(const DecisionEntry& entry) {
-  bool loaded = false;
-  for (AutoMethod* a : Registry::Get().Methods()) {
-    if (a->state().name != entry.method) continue;
-    Load(a->state(), entry);
-    loaded = true;
-  }
-  return loaded;
 }
 
 std::vector<MeasuredMethodStats> AutoMethodsStats() {
   std::vector<MeasuredMethodStats> out;
-  for (AutoMethod* a : Registry::Get().Methods()) {
+  for (AutoMethod* a : Methods()) {
     const AutoMethod::State& m = a->state();
-    const AutoLearner::Snapshot snap = m.learner.snapshot();
-    MeasuredMethodStats s;
-    s.method = m.name;
-    s.automatic = true;
-    s.mode = s.recommended = snap.mode;
-    for (int i = 0; i < kNumAllocationModes; ++i)
-      s.cost_us[i] = snap.cost_ns[i] / 1e3;
-    s.switches = snap.switches;
-    s.settled = !snap.learning;
-    s.decisions = snap.decisions;
-    if (snap.first_decision_s >= 0) {
-      s.settle_calls = snap.first_decision_calls;
-      s.settle_s = snap.first_decision_s;
-    }
-    s.timed_calls = snap.observed;
-    s.warming_calls = snap.warming;
-    s.lost_calls = m.lost.load(std::memory_order_relaxed);
-    s.failed_calls = m.failed.load(std::memory_order_relaxed);
-    s.untimed = m.untimed.load(std::memory_order_relaxed);
-    s.decision_source = snap.source;
-    s.prior_decisions = snap.prior_decisions;
-    out.push_back(std::move(s));
+    const AutoLearner::Snapshot s = m.learner.snapshot();
+    out.push_back({.method = m.id.method,
+                   .automatic = true,
+                   .mode = s.mode,
+                   .recommended = s.mode,
+                   .cost_us = Micros(s.cost_ns),
+                   .switches = s.switches,
+                   .settled = !s.learning,
+                   .decisions = s.decisions,
+                   .settle_calls = s.first_decision_calls,
+                   .settle_s = std::max(s.first_decision_s, 0.0),
+                   .decision_source = s.source,
+                   .prior_decisions = s.prior_decisions,
+                   .timed_calls = s.observed,
+                   .warming_calls = s.warming,
+                   .lost_calls = m.lost.load(std::memory_order_relaxed),
+                   .failed_calls = m.failed.load(std::memory_order_relaxed),
+                   .untimed = m.untimed.load(std::memory_order_relaxed)});
   }
   return out;
 }
 
-double AutoLearningCpuNs() { return Budget().spent_ns(); }
+double AutoLearningCpuNs() { return budget.spent_ns(); }
 
 }  // namespace arenarpc::internal
+
+namespace arenarpc {
+
+absl::Status SaveAutoDecisions(const std::string& path) {
+  const double now = std::chrono::duration<double>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  std::vector<internal::DecisionEntry> out;
+  std::set<std::string> installed;
+  for (internal::AutoMethod* a : internal::Methods()) {
+    const internal::AutoMethod::State& m = a->state();
+    const internal::AutoLearner::Snapshot s = m.learner.snapshot();
+    installed.insert(m.id.method);
+    if (s.source == DecisionSource::kNone) continue;
+    internal::DecisionEntry& e = out.emplace_back(m.id);
+    // A loaded decision is saved as it was loaded (costs, calls), as learned.
+    const bool loaded = s.source == DecisionSource::kLoaded;
+    e.mode = s.mode;
+    e.source = loaded ? DecisionSource::kLearned : s.source;
+    e.cost_us = internal::Micros(s.cost_ns);
+    e.calls =
+        loaded ? m.loaded_calls.load(std::memory_order_relaxed) : s.observed;
+    e.saved_unix_s = now;
+  }
+  {
+    internal::Registry& r = internal::TheRegistry();
+    internal::MutexLock lock(&r.mu);
+    if (const auto file = r.files.find(path); file != r.files.end()) {
+      for (const internal::DecisionEntry& e : file->second) {
+        if (!installed.contains(e.method)) out.push_back(e);
+      }
+    }
+  }
+  return internal::WriteDecisions(path, out);  // not under the lock: fsync
+}
+
+absl::StatusOr<int> LoadAutoDecisions(const std::string& path) {
+  auto entries = internal::ReadDecisions(path);
+  if (!entries.ok()) return entries.status();
+  const std::vector<internal::AutoMethod*> methods = internal::Methods();
+  int started = 0;
+  for (const internal::DecisionEntry& e : *entries) {
+    const auto it = std::ranges::find_if(methods, [&](internal::AutoMethod* a) {
+      return a->state().id.method == e.method;
+    });
+    const std::string why = it == methods.end()
+                                ? "not a kAuto method of this process"
+                                : internal::Start((*it)->state(), e);
+    if (why.empty()) {
+      ++started;
+    } else {
+      std::fprintf(stderr, "arenarpc: auto decisions file %s: %s ignored: %s\n",
+                   path.c_str(), e.method.c_str(), why.c_str());
+    }
+  }
+  internal::Registry& r = internal::TheRegistry();
+  internal::MutexLock lock(&r.mu);
+  r.files[path] = *std::move(entries);  // kept for the next save
+  return started;
+}
+
+}  // namespace arenarpc

@@ -1,8 +1,6 @@
-// kAuto's decisions file (arenarpc/grpc/auto_decisions.h): the entries,
-// their JSON, the schema fingerprint, and the process's store of loaded
-// files and the path decisions are saved to. Used by
-// src/grpc/auto_method.cc (at install, on settling) and by the explicit
-// calls.
+// kAuto's decisions file (arenarpc/grpc/auto_decisions.h): its entries, their
+// JSON, the schema fingerprint, reading and writing the file. Which methods
+// load and save what: src/grpc/auto_method.cc.
 //
 // Thread safety: every function may be called from any thread.
 #ifndef ARENARPC_SRC_GRPC_DECISION_FILE_H_
@@ -12,7 +10,6 @@
 
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,9 +18,6 @@
 #include "arenarpc/allocation_mode.h"
 
 namespace arenarpc::internal {
-
-// The file-format version written, and the newest one read.
-inline constexpr int kDecisionFileVersion = 1;
 
 // One method's decision, or (for matching) one installed method's identity.
 struct DecisionEntry {
@@ -39,50 +33,34 @@ struct DecisionEntry {
   double saved_unix_s = 0;
 };
 
-// GOOGLE_PROTOBUF_VERSION of this build.
-int64_t ProtobufVersion();
-
+int64_t ProtobufVersion();  // this build's GOOGLE_PROTOBUF_VERSION
 // 16 hex digits: FNV-1a 64 of the serialized DescriptorProto of every
 // message type `request` and `response` reach, in order of full name.
 std::string SchemaFingerprint(const google::protobuf::Descriptor* request,
                               const google::protobuf::Descriptor* response);
-
-// The file's text. Whole-file problems are the status (InvalidArgument:
-// not JSON or not this format; FailedPrecondition: a newer version); an
-// entry that cannot be read is left out and its reason appended to
-// `skipped` ("entry 3: ...").
-absl::StatusOr<std::vector<DecisionEntry>> ParseDecisions(
-    std::string_view json, std::vector<std::string>* skipped);
-// The file's text for `entries`; InvalidArgument for a cost that is not a
-// finite number, Internal where protobuf's JSON printer refuses the rest.
-absl::StatusOr<std::string> FormatDecisions(
-    const std::vector<DecisionEntry>& entries);
-
-// Why `entry` does not apply to the installed method `id` (same name):
-// empty if it does.
-std::string Mismatch(const DecisionEntry& entry, const DecisionEntry& id);
-
-// At install of a kAuto method with AutoOptions::decisions_path `path`:
-// reads the file once per process and path (a file that cannot be read or
-// parsed: one line on stderr), and returns the entry of the method `id`
-// if it matches (one that does not: one line on stderr). With `save`, the
-// first such path is where decisions are saved.
-std::optional<DecisionEntry> DecisionAtInstall(const std::string& path,
-                                               bool save,
-                                               const DecisionEntry& id);
 // An installed method's identity (mode and costs left empty).
 DecisionEntry IdentityOf(const std::string& method,
                          const google::protobuf::Descriptor* request,
                          const google::protobuf::Descriptor* response);
+// Why `entry` does not apply to the method of identity `id` (same name):
+// empty if it does.
+std::string Mismatch(const DecisionEntry& entry, const DecisionEntry& id);
 
-// A method settled a decision: saved to the install's path (if any) off
-// the call path, at most once a second.
-void DecisionSettled();
+// The file's entries. Errors: InvalidArgument (not JSON, not this format),
+// FailedPrecondition (a newer version). An entry that cannot be read is
+// left out, its reason appended to `skipped` ("entry 3: ...").
+absl::StatusOr<std::vector<DecisionEntry>> ParseDecisions(
+    std::string_view json, std::vector<std::string>* skipped);
+// InvalidArgument for a cost that is not a finite number.
+absl::StatusOr<std::string> FormatDecisions(
+    const std::vector<DecisionEntry>& entries);
 
-// Implemented in src/grpc/auto_method.cc: every kAuto method's identity
-// and decision (source kNone: none yet), and starting one settled.
-std::vector<DecisionEntry> AutoMethodDecisions();
-bool LoadAutoMethodDecision(const DecisionEntry& entry);
+// The entries of the file at `path` (each one skipped: a line on stderr).
+absl::StatusOr<std::vector<DecisionEntry>> ReadDecisions(
+    const std::string& path);
+// `entries` to `path`, atomically: a reader sees the old file or the new.
+absl::Status WriteDecisions(const std::string& path,
+                            const std::vector<DecisionEntry>& entries);
 
 }  // namespace arenarpc::internal
 

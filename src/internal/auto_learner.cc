@@ -5,21 +5,22 @@
 
 namespace arenarpc::internal {
 
-namespace {
 constexpr int kHeap = static_cast<int>(AllocationMode::kHeap);
-}  // namespace
 
-AutoLearner::AutoLearner(const LearnerOptions& options)
-    : options_(options), current_(options.initial) {
+double AutoLearner::ModeCalls::median() const {
+  if (sorted.empty()) return -1;
+  const size_t mid = sorted.size() / 2;
+  if (sorted.size() % 2 == 1) return sorted[mid];
+  return (sorted[mid] + sorted[mid - 1]) / 2;
+}
+
+AutoLearner::AutoLearner(const LearnerOptions& options) : options_(options) {
   MutexLock lock(&mu_);
   StartDecision();
 }
 
 void AutoLearner::StartDecision() {
-  for (ModeCalls& m : calls_) {
-    m.ns_per_byte.clear();
-    m.candidate = true;
-  }
+  for (ModeCalls& m : calls_) m = {.candidate = true};
   calls_[kHeap].candidate = options_.prior_min_bytes <= 0;
   log_bytes_sum_ = 0;
   warming_ = 0;
@@ -29,50 +30,44 @@ void AutoLearner::StartDecision() {
 }
 
 bool AutoLearner::HeapHeldOut() const {
-  return !calls_[kHeap].candidate && calls_[kHeap].ns_per_byte.empty();
+  return !calls_[kHeap].candidate && calls_[kHeap].sorted.empty();
+}
+
+// Geometric: a few large calls do not hide many small ones.
+double AutoLearner::MeanBytes() const {
+  size_t n = 0;
+  for (const ModeCalls& c : calls_) n += c.sorted.size();
+  return std::exp(log_bytes_sum_ / static_cast<double>(n));
 }
 
 std::optional<AllocationMode> AutoLearner::Trial(double now_s) {
-  if (!learning_.load(std::memory_order_relaxed)) {
-    const double due = recheck_at_s_.load(std::memory_order_relaxed);
-    if (due < 0 || now_s < due) return std::nullopt;
-  }
+  auto due = [&] {
+    const double at = recheck_at_s_.load(std::memory_order_relaxed);
+    return at >= 0 && now_s >= at;
+  };
+  if (!learning_.load(std::memory_order_relaxed) && !due()) return std::nullopt;
   MutexLock lock(&mu_);
   if (!learning_.load(std::memory_order_relaxed)) {
-    const double due = recheck_at_s_.load(std::memory_order_relaxed);
-    if (stopped_ || due < 0 || now_s < due) return std::nullopt;
+    if (stopped_ || !due()) return std::nullopt;
     StartDecision();
   }
   // The candidates in turn, skipping those with their calls already.
   for (int i = 0; i < kNumAllocationModes; ++i) {
     const int m = static_cast<int>(
         turn_.fetch_add(1, std::memory_order_relaxed) % kNumAllocationModes);
-    const ModeCalls& c = calls_[m];
-    if (c.candidate &&
-        static_cast<int>(c.ns_per_byte.size()) < options_.calls_per_mode) {
+    if (calls_[m].candidate && calls_[m].n() < options_.calls_per_mode) {
       return static_cast<AllocationMode>(m);
     }
   }
   return std::nullopt;  // every trial handed out; waiting for them to end
 }
 
-double AutoLearner::Median(int mode) const {
-  std::vector<double> v = calls_[mode].ns_per_byte;
-  if (v.empty()) return -1;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  if (v.size() % 2 == 1) return v[mid];
-  return (v[mid] + *std::max_element(v.begin(), v.begin() + mid)) / 2;
-}
-
 bool AutoLearner::Finished() const {
   bool any = false;
   for (const ModeCalls& c : calls_) {
     if (!c.candidate) continue;
+    if (c.n() < options_.calls_per_mode) return false;
     any = true;
-    if (static_cast<int>(c.ns_per_byte.size()) < options_.calls_per_mode) {
-      return false;
-    }
   }
   return any;
 }
@@ -92,30 +87,27 @@ bool AutoLearner::Observe(AllocationMode mode, double cost_ns, double bytes,
     return false;
   }
   bytes = std::max(bytes, 1.0);
-  calls_[mi].ns_per_byte.push_back(cost_ns / bytes);
+  std::vector<double>& sorted = calls_[mi].sorted;
+  sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), cost_ns / bytes),
+                cost_ns / bytes);
   log_bytes_sum_ += std::log(bytes);
   ++stats_.observed;
   if (first_s_ < 0) first_s_ = now_s;
-  size_t n = 0;
-  for (const ModeCalls& c : calls_) n += c.ns_per_byte.size();
-  if (HeapHeldOut() && std::exp(log_bytes_sum_ / static_cast<double>(n)) <
-                           options_.prior_min_bytes) {
+  if (HeapHeldOut() && MeanBytes() < options_.prior_min_bytes) {
     calls_[kHeap].candidate = true;  // the calls are small: heap may win
   }
   // Clear losers stop here, and calls stop running in one.
   double best = -1;
   int best_mode = -1;
   for (int m = 0; m < kNumAllocationModes; ++m) {
-    if (static_cast<int>(calls_[m].ns_per_byte.size()) < options_.min_calls) {
-      continue;
+    const double med = calls_[m].median();
+    if (calls_[m].n() >= options_.min_calls && (best < 0 || med < best)) {
+      best = med, best_mode = m;
     }
-    const double med = Median(m);
-    if (best < 0 || med < best) best = med, best_mode = m;
   }
   for (int m = 0; m < kNumAllocationModes; ++m) {
-    if (calls_[m].candidate &&
-        static_cast<int>(calls_[m].ns_per_byte.size()) >= options_.min_calls &&
-        Median(m) > options_.drop_ratio * best) {
+    if (calls_[m].candidate && calls_[m].n() >= options_.min_calls &&
+        calls_[m].median() > options_.drop_ratio * best) {
       calls_[m].candidate = false;
       if (m == static_cast<int>(current_.load(std::memory_order_relaxed))) {
         current_.store(static_cast<AllocationMode>(best_mode),
@@ -134,45 +126,41 @@ bool AutoLearner::Observe(AllocationMode mode, double cost_ns, double bytes,
 
 void AutoLearner::Settle(double now_s) {
   const int before = static_cast<int>(current_.load(std::memory_order_relaxed));
-  const int started = static_cast<int>(started_in_);
   int best = -1;
   for (int m = 0; m < kNumAllocationModes; ++m) {
-    if (calls_[m].candidate && (best < 0 || Median(m) < Median(best))) best = m;
+    if (calls_[m].candidate &&
+        (best < 0 || calls_[m].median() < calls_[best].median())) {
+      best = m;
+    }
   }
-  int chosen = best;
-  const double kept = Median(before);
-  if (kept >= 0 && kept <= Median(best) * (1 + options_.margin))
-    chosen = before;
-  size_t n = 0;
-  for (const ModeCalls& c : calls_) n += c.ns_per_byte.size();
-  const double mean_bytes = std::exp(log_bytes_sum_ / static_cast<double>(n));
+  const double kept = calls_[before].median();
+  const bool keep =
+      kept >= 0 && kept <= calls_[best].median() * (1 + options_.margin);
+  const int chosen = keep ? before : best;
+  const double mean_bytes = MeanBytes();
   for (int m = 0; m < kNumAllocationModes; ++m) {
-    const double med = Median(m);
-    stats_.cost_ns[m] = med < 0 ? 0 : med * mean_bytes;
+    stats_.cost_ns[m] = std::max(calls_[m].median(), 0.0) * mean_bytes;
   }
   const bool prior = HeapHeldOut();
   stats_.source = prior ? DecisionSource::kPrior : DecisionSource::kLearned;
   if (prior) ++stats_.prior_decisions;
-  if (chosen != started) ++stats_.switches;
+  if (chosen != static_cast<int>(started_in_)) ++stats_.switches;
   if (stats_.decisions++ == 0) {
     stats_.first_decision_calls = stats_.observed;
     stats_.first_decision_s = now_s - first_s_;
   }
   current_.store(static_cast<AllocationMode>(chosen),
                  std::memory_order_relaxed);
-  learning_.store(false, std::memory_order_relaxed);
-  recheck_at_s_.store(now_s + options_.recheck_after_s,
-                      std::memory_order_relaxed);
+  SettledUntil(now_s + options_.recheck_after_s);
 }
 
 double AutoLearner::ExcessShare(AllocationMode mode) const {
   MutexLock lock(&mu_);
-  const double own = Median(static_cast<int>(mode));
+  const double own = calls_[static_cast<int>(mode)].median();
   if (own <= 0) return 0;
   double best = own;
-  for (int m = 0; m < kNumAllocationModes; ++m) {
-    const double med = Median(m);
-    if (med >= 0) best = std::min(best, med);
+  for (const ModeCalls& c : calls_) {
+    if (c.median() >= 0) best = std::min(best, c.median());
   }
   return 1 - best / own;
 }
@@ -183,16 +171,13 @@ void AutoLearner::Load(AllocationMode mode, double now_s,
   current_.store(mode, std::memory_order_relaxed);
   stats_.source = DecisionSource::kLoaded;
   stats_.cost_ns = cost_ns;
-  learning_.store(false, std::memory_order_relaxed);
-  recheck_at_s_.store(now_s + options_.recheck_after_s,
-                      std::memory_order_relaxed);
+  SettledUntil(now_s + options_.recheck_after_s);
 }
 
 void AutoLearner::Stop() {
   MutexLock lock(&mu_);
   stopped_ = true;
-  learning_.store(false, std::memory_order_relaxed);
-  recheck_at_s_.store(-1, std::memory_order_relaxed);
+  SettledUntil(-1);
 }
 
 AutoLearner::Snapshot AutoLearner::snapshot() const {

@@ -1,35 +1,13 @@
-// kAuto's decision for one method, from the method's own calls. Each timed
-// call is one call served in one mode, its cost the CPU it took per byte on
-// the wire (request and response), so calls of different sizes compare.
+// kAuto's decision for one method, from its own calls: each timed call's
+// cost is its CPU per byte on the wire, so calls of different sizes compare.
 //
 //   AutoLearner learner(options);
 //   if (auto mode = learner.Trial(now_s)) { ...serve in *mode, time it...
 //     learner.Observe(*mode, cost_ns, bytes, /*warming=*/false, now_s); }
 //   AllocationMode m = learner.current();   // untimed calls
 //
-// A decision gives each candidate mode `calls_per_mode` timed calls, handed
-// out in turn, and takes the mode of lowest median cost per byte; the mode
-// calls ran in before stays unless another is cheaper by `margin` (so near
-// ties do not flap). A mode whose median after `min_calls` is `drop_ratio`
-// times the cheapest's gets no more trials, and if calls ran in it they
-// move to the cheapest at once: a clear loser costs few calls.
-// The median, not the mean: a timed call can take a page fault or a
-// preemption, and one such call must not decide.
-//
-// The prior: heap lost on every service of 48 KiB and more measured
-// (docs/DESIGN_NOTES.md), so while the method's timed calls carry at least
-// `prior_min_bytes` (geometric mean) heap is no candidate; it becomes one
-// as soon as the calls turn out smaller, or when the cheapest mode costs
-// under `prior_heap_ns_per_byte` (mostly bulk bytes, where allocation
-// matters little).
-//
-// A reuse call on a new pool instance (the pool warming) costs what arena
-// does, once: up to `max_warming` such calls a decision are not observed.
-//
-// Settled, it decides again `recheck_after_s` later, so a lasting change of
-// traffic is followed. Load() starts settled (a decisions file).
-//
-// Thread safety: every member may be called from any thread.
+// The rule, the prior and warming: LearnerOptions, and docs/DESIGN.md,
+// "auto: the learner". Thread safety: every member, from any thread.
 #ifndef ARENARPC_SRC_INTERNAL_AUTO_LEARNER_H_
 #define ARENARPC_SRC_INTERNAL_AUTO_LEARNER_H_
 
@@ -46,15 +24,21 @@
 namespace arenarpc::internal {
 
 struct LearnerOptions {
-  AllocationMode initial = AllocationMode::kArena;  // before any decision
+  // Each candidate mode gets this many timed calls, in turn; the lowest
+  // median wins (one page fault must not decide), the running mode stays
+  // within `margin`. After `min_calls`, a mode at `drop_ratio` times the
+  // best gets no more trials, and calls running in it move to the best.
   int calls_per_mode = 24;
   int min_calls = 6;
   double drop_ratio = 1.3;
   double margin = 0.03;
-  double recheck_after_s = 30;
-  double prior_min_bytes = 48 << 10;  // 0: no prior
+  double recheck_after_s = 30;  // settled, it decides again this much later
+  // The prior: heap is no candidate while the calls carry this much or more
+  // (geometric mean; 0: no prior), unless the best costs under
+  // `prior_heap_ns_per_byte`.
+  double prior_min_bytes = 48 << 10;
   double prior_heap_ns_per_byte = 0.5;
-  int max_warming = 32;
+  int max_warming = 32;  // reuse calls on a new pool instance left out
 };
 
 class AutoLearner {
@@ -90,8 +74,7 @@ class AutoLearner {
   // How much dearer `mode` is than the cheapest measured in this decision,
   // as a share of its cost (0 when not known): what a trial in it wastes.
   double ExcessShare(AllocationMode mode) const;
-  // Settled in `mode` from a decisions file, with the file's costs (ns per
-  // call); re-checks as usual.
+  // Settled in `mode` from a decisions file, with its costs (ns per call).
   void Load(AllocationMode mode, double now_s,
             const std::array<double, kNumAllocationModes>& cost_ns = {});
   // No more trials (the method's calls cannot be timed); `current` stays.
@@ -100,17 +83,23 @@ class AutoLearner {
 
  private:
   struct ModeCalls {
-    std::vector<double> ns_per_byte;
+    std::vector<double> sorted = {};  // ns per byte, ascending: O(1) median
     bool candidate = false;
+    int n() const { return static_cast<int>(sorted.size()); }
+    double median() const;  // -1: no calls
   };
   void StartDecision() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HeapHeldOut() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  double Median(int mode) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  double MeanBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Finished() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Settle(double now_s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SettledUntil(double due_s) {
+    learning_.store(false, std::memory_order_relaxed);
+    recheck_at_s_.store(due_s, std::memory_order_relaxed);
+  }
 
   const LearnerOptions options_;
-  std::atomic<AllocationMode> current_;
+  std::atomic<AllocationMode> current_{AllocationMode::kArena};
   std::atomic<bool> learning_{true};
   std::atomic<double> recheck_at_s_{-1};  // -1: none due
   std::atomic<uint32_t> turn_{0};
@@ -125,9 +114,9 @@ class AutoLearner {
 };
 
 // What learning may spend, process-wide: the CPU of timed calls served in a
-// dearer mode than the cheapest, and their clock reads, against
-// `share` of the process's CPU plus a start-up credit (a fresh process has
-// used little CPU). Thread safety: any thread.
+// dearer mode than the cheapest, and their clock reads, against `share` of
+// the process's CPU plus a start-up credit (a fresh process has used little
+// CPU). Thread safety: any thread.
 class LearningBudget {
  public:
   static constexpr double kDefaultShare = 0.02;

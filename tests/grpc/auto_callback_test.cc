@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "arenarpc/grpc/install.h"
+#include "arenarpc/grpc/internal/auto_call.h"
 #include "arenarpc/grpc/stats.h"
 #include "echo_service.h"
 #include "grpc/grpc_test_util.h"
@@ -143,6 +144,60 @@ TEST(AutoCallbackTest, CallsFinishedOnAnotherThreadStopLearning) {
   EXPECT_EQ(TrialsEnded(after), TrialsEnded(s));
   EXPECT_EQ(after.mode, s.mode);
   EXPECT_EQ(after.decisions, 0u);
+}
+
+// A callback or async trial walks its request for its size (ByteSizeLong):
+// once the sizes agree only 1 trial of a mode in 8 does, the others take the
+// agreed size; sizes that disagree are walked on every trial. The learner
+// gets the request's bytes either way, so the prior still holds heap out of
+// large calls. Seen red with every trial walking (ModeForCall setting
+// size_request on each).
+TEST(AutoCallbackTest, AgreeingRequestSizesAreWalkedOneTrialInEight) {
+  AutoOptions automatic;
+  automatic.max_cpu_share = 1.0;
+  automatic.recheck_after_s = 0;  // one decision after another: every call
+  auto* method = new internal::AutoMethod(  // never destroyed, as installs
+      "/t.Sizes/Echo", automatic, EchoRequest::descriptor(),
+      EchoResponse::descriptor(), nullptr);
+  EchoRequest large;
+  echo::BuildEchoRequest(100, 1, &large);
+  EchoRequest larger;
+  echo::BuildEchoRequest(110, 2, &larger);
+  ASSERT_GT(large.ByteSizeLong(), 64u << 10);  // over the prior's 48 KiB
+  ASSERT_GT(larger.ByteSizeLong(), large.ByteSizeLong() * 65 / 64);
+  // `n` callback trials of `requests` in turn; returns how many walked.
+  auto trials = [&](int n, std::vector<const EchoRequest*> requests) {
+    int walked = 0;
+    for (int i = 0; i < n; ++i) {
+      const EchoRequest& request = *requests[i % requests.size()];
+      internal::CallTiming t;
+      const AllocationMode mode =
+          method->ModeForCall(internal::CallKind::kCallback, 0, &t);
+      EXPECT_NE(t.method, nullptr);
+      EXPECT_NE(mode, AllocationMode::kHeap);
+      if (t.method == nullptr) continue;
+      if (t.size_request) {
+        t.SizeRequest(&request, nullptr);
+        ++walked;
+      }
+      method->Observe(t, (mode == AllocationMode::kReuse ? 1.0 : 2.0) *
+                             static_cast<double>(request.ByteSizeLong()));
+      if (requests.size() == 1) {
+        EXPECT_DOUBLE_EQ(t.bytes, static_cast<double>(request.ByteSizeLong()));
+      }
+    }
+    return walked;
+  };
+  const int agreeing = trials(400, {&large});
+  EXPECT_GT(agreeing, 8 + 400 / 8 - 16);  // 8 to agree, then the checks
+  EXPECT_LT(agreeing, 8 + 400 / 8 + 16);
+  // Sizes that disagree: once a check saw one, every trial walks.
+  EXPECT_GT(trials(100, {&large, &larger}), 100 / 2);
+  EXPECT_EQ(trials(100, {&large, &larger}), 100);
+  const MeasuredMethodStats s = MeasuredStatsOf("/t.Sizes/Echo");
+  EXPECT_GT(s.decisions, 1u);
+  EXPECT_EQ(s.prior_decisions, s.decisions);
+  EXPECT_EQ(s.mode, AllocationMode::kReuse);
 }
 
 // The budget holds on callback calls: a call is a trial only while what

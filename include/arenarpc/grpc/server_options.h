@@ -29,31 +29,20 @@
 
 namespace arenarpc {
 
-// kAuto (arenarpc/allocation_mode.h): per method, a few of its calls are
-// served in each of heap, arena and reuse and timed where they run (the
-// thread's CPU from the messages' making to their release, per wire byte);
-// the mode of lowest median cost is kept, and taken again every
-// `recheck_after_s`. How, per API: arenarpc/grpc/internal/auto_call.h; the
-// rule: src/internal/auto_learner.h; docs/MODES.md.
-//
-// `max_cpu_share`: what learning may cost, process-wide (the smallest of the
-// installs wins): the CPU of timed calls served in a dearer mode than the
-// cheapest, and their clock reads, against that share of the process's CPU
-// (plus a 5 ms start-up credit). A call is a trial only while that fits.
-// 0: no trials after the credit (the methods stay on arena).
-//
-// The prior (`prior`): a method whose timed calls carry `min_bytes` or more
-// on the wire decides between arena and reuse only, unless the cheapest
-// mode costs under `heap_ns_per_byte` (then heap is tried too). 0: off.
-//
-// Decisions remembered (`decisions_path`, empty: off; process-wide, the
-// first install's): a JSON file read at install, where a matching entry
-// (same method, message types, schema fingerprint and protobuf version)
-// starts the method settled in its mode with no trials; with
-// `save_decisions`, each decision is written back off the call path, at
-// most once a second, atomically. An entry or file that does not match or
-// parse is skipped with one line on stderr. Explicit calls:
-// arenarpc/grpc/auto_decisions.h.
+// kAuto (arenarpc/allocation_mode.h): per method, a few calls are served in
+// each of heap, arena and reuse and timed where they run (CPU per wire
+// byte); the cheapest by median is kept and checked again every
+// `recheck_after_s` (docs/MODES.md).
+// `max_cpu_share` (process-wide, the smallest wins): a call is a trial only
+// while what trials cost over the cheapest mode, and their clock reads, fit
+// this share of the process's CPU plus a 5 ms credit. 0: the methods stay
+// on arena after the credit.
+// `prior`: a method whose calls carry `min_bytes` or more does not try heap
+// unless the cheapest mode costs under `heap_ns_per_byte`. 0: off.
+// `decisions_path` (empty: off): a JSON file read at install whose matching
+// entry starts the method settled (one that does not: a line on stderr);
+// with `save_decisions`, decisions are written to the first install's path
+// off the call path, at most once a second (arenarpc/grpc/auto_decisions.h).
 struct AutoPriorOptions {
   double min_bytes = 48 << 10;
   double heap_ns_per_byte = 0.5;

@@ -1,20 +1,10 @@
-// Internal: kAuto on the call path. A method's AutoMethod hands some calls a
-// trial (a mode to run in, timed); the call's holder times it on the thread
-// that runs it and reports the cost. Defined in src/grpc/auto_method.cc; the
-// learner itself is src/internal/auto_learner.h. Not a public API.
-//
-// What a call's cost is, per API:
-//  - sync: gRPC parses, runs the handler and releases on one thread: from
-//    AllocateMessages to Release;
-//  - callback: gRPC parses right after AllocateMessages and usually runs the
-//    handler and Release on that thread; a call counts only if Release runs
-//    there with no other call's messages made or released in between
-//    (TimedCall), else it is lost;
-//  - async (arenarpc/grpc/async.h's lines): from just before the Next() that
-//    returned the request's tag to just after Finish(), plus the messages'
-//    making and release (AsyncCall).
-// A method whose callback or async trials are mostly lost stops learning and
-// stays in its mode (logged once). Streaming methods are not timed.
+// Internal: kAuto on the call path (src/grpc/auto_method.cc). A method's
+// AutoMethod hands some calls a trial, a mode to run in; the call's holder
+// times it on the thread that runs it and reports the cost: sync and
+// callback calls from AllocateMessages to Release (TimedCall; a callback
+// call released elsewhere or around another call is lost), async calls
+// inside the window of arenarpc/grpc/async.h's three lines (AsyncCall).
+// docs/DESIGN.md, "auto: the learner".
 //
 // Thread safety: an AutoMethod is used by every call of its method at once;
 // a TimedCall or AsyncCall by one call at a time, as gRPC guarantees.
@@ -49,19 +39,22 @@ struct CallTiming {
   AllocationMode mode = AllocationMode::kArena;
   CallKind kind = CallKind::kSync;
   double start_ns = 0;
-  double bytes = 0;           // on the wire: the request's (sync), + response
-  bool size_request = false;  // callback, async: the request sized at release
+  double bytes = 0;           // on the wire: the request's, + response
+  bool size_request = false;  // callback, async: the request walked at release
+  double sized_bytes = -1;    // what that walk found (-1: none)
   double excluded_ns = 0;     // sizing on the clock's thread: not the call's
   double sizing_ns = 0;       // sizing in all: billed
   bool warming = false;       // reuse on a new pool instance
   uint64_t thread = 0;        // the clock's thread and its holder events
   uint64_t events = 0;
 
-  // Walks the request for its bytes: not the call's cost (billed); the
-  // walk's time is also added to *excluded when given.
-  void SizeRequest(const google::protobuf::Message& request, double* excluded) {
+  // If `size_request`, walks the request for its bytes: not the call's cost
+  // (billed), and added to *excluded when given.
+  void SizeRequest(const google::protobuf::Message* request, double* excluded) {
+    if (!size_request || request == nullptr) return;
     const double start = ThreadCpuNs();
-    bytes += static_cast<double>(request.ByteSizeLong());
+    sized_bytes = static_cast<double>(request->ByteSizeLong());
+    bytes += sized_bytes;
     const double ns = ThreadCpuNs() - start;
     size_request = false;
     sizing_ns += ns;
@@ -79,8 +72,7 @@ class AutoMethod {
   AutoMethod(const AutoMethod&) = delete;
   AutoMethod& operator=(const AutoMethod&) = delete;
 
-  // The mode calls run in now.
-  AllocationMode mode() const;
+  AllocationMode mode() const;  // the mode calls run in now
   // The mode of one call; sets *timing (clock started) when it is a trial.
   // `request_bytes`: a sync call's (else ignored).
   AllocationMode ModeForCall(CallKind kind, double request_bytes,
@@ -90,10 +82,6 @@ class AutoMethod {
   // A trial not observed: `lost` (its window was not its own), or failed
   // (not OK, cancelled, never came): counted and billed.
   void Unobserved(const CallTiming& timing, bool lost);
-  // An async call arrived right after arenarpc::NextTag: async calls may be
-  // timed from now on.
-  void NoteAsyncLines();
-
   struct State;
   State& state() const { return *state_; }
 
@@ -147,7 +135,7 @@ class TimedCall {
   }
   // The request is freed early (FreeRequest): its bytes now.
   void BeforeFreeRequest(const google::protobuf::Message& request) {
-    if (t_.method != nullptr && t_.size_request) SizeRequest(request);
+    if (t_.method != nullptr) SizeRequest(&request);
   }
   // Work on the call's thread that is not the call's (shadow's sampling).
   void Exclude(double ns) {
@@ -156,12 +144,12 @@ class TimedCall {
     }
   }
   // At Release: the response's bytes (cached by its serialization) and the
-  // request's if not known yet.
+  // request's if still to be walked.
   void AtRelease(const google::protobuf::Message* request,
                  const google::protobuf::Message& response) {
     if (t_.method == nullptr || !InWindow()) return;
     t_.bytes += response.GetCachedSize();
-    if (t_.size_request && request != nullptr) SizeRequest(*request);
+    SizeRequest(request);
   }
 
  private:
@@ -169,21 +157,19 @@ class TimedCall {
     return thread_call_events.thread == t_.thread &&
            thread_call_events.events == t_.events;
   }
-  void SizeRequest(const google::protobuf::Message& request) {
-    t_.SizeRequest(request, thread_call_events.thread == t_.thread
-                                ? &t_.excluded_ns
-                                : nullptr);
+  void SizeRequest(const google::protobuf::Message* request) {
+    const bool here = thread_call_events.thread == t_.thread;
+    t_.SizeRequest(request, here ? &t_.excluded_ns : nullptr);
   }
 
   CallTiming t_;
   bool failed_ = false;
 };
 
-// The async window of the calling thread (see the top of this file):
-// arenarpc::NextTag reads the thread's CPU before Next() while some async
-// trial is out; Arrived() claims that reading for its call, Answered()
-// closes the window. Other calls' messages made or released on the thread
-// while it is open are timed and left out of it.
+// The calling thread's async window: arenarpc::NextTag reads the thread's
+// CPU before Next() while some async trial is out; Arrived() claims that
+// reading for its call, Answered() closes the window. Other calls' messages
+// made or released on the thread meanwhile are timed and left out of it.
 struct AsyncThreadWindow {
   uint64_t seq = 0;        // NextTag calls on this thread (0: none yet)
   double start_ns = -1;    // the CPU before the last Next (-1: not read)
@@ -207,7 +193,10 @@ class AsyncCall {
   AsyncCall() = default;
   // `timing`: the call's trial (method null: none), its clock started
   // before the messages were made, which ended at `made_at_ns`.
-  AsyncCall(AutoMethod* method, const CallTiming& timing, double made_at_ns);
+  AsyncCall(AutoMethod* method, const CallTiming& timing, double made_at_ns)
+      : method_(method), t_(timing) {
+    if (t_.method != nullptr) cost_ns_ = made_at_ns - t_.start_ns;
+  }
   AsyncCall(AsyncCall&& o) noexcept { *this = std::move(o); }
   AsyncCall& operator=(AsyncCall&& o) noexcept {
     method_ = std::exchange(o.method_, nullptr);
@@ -224,15 +213,21 @@ class AsyncCall {
   void Arrived();
   void Answered(const google::protobuf::Message* request,
                 const google::protobuf::Message& response, bool ok);
-  void BeforeFreeRequest(const google::protobuf::Message& request);
+  void BeforeFreeRequest(const google::protobuf::Message& request) {
+    if (state_ == State::kArrived) SizeRequest(&request);
+  }
   // Around the messages' release: the call's own (answered), or another
   // open window's to leave out.
-  double BeforeRelease() const;
+  double BeforeRelease() const {
+    if (t_.method != nullptr && state_ == State::kAnswered)
+      return ThreadCpuNs();
+    return AsyncExclusionStart();
+  }
   void AfterRelease(double start_ns);
 
  private:
   enum class State : uint8_t { kPosted, kArrived, kAnswered, kLost, kFailed };
-  void SizeRequest(const google::protobuf::Message& request);
+  void SizeRequest(const google::protobuf::Message* request);
 
   AutoMethod* method_ = nullptr;  // the method's, even without a trial
   CallTiming t_;                  // t_.method null: no trial
