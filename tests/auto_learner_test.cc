@@ -184,12 +184,32 @@ TEST(AutoLearnerTest, ALoadedDecisionRunsAtOnceAndIsRechecked) {
   EXPECT_TRUE(l.Trial(36).has_value());
 }
 
-TEST(AutoLearnerTest, StoppedItHandsOutNoTrials) {
-  AutoLearner l({.recheck_after_s = 1});
-  l.Stop();
-  EXPECT_FALSE(l.Trial(0).has_value());
-  EXPECT_FALSE(l.Trial(100).has_value());
+// Paused, it runs the cheapest mode with min_calls timed calls (not the mode
+// of its first trials) and tries again at the re-check.
+TEST(AutoLearnerTest, PausedItRunsTheCheapestMeasuredModeUntilTheRecheck) {
+  AutoLearner l({.min_calls = 6, .recheck_after_s = 30, .prior_min_bytes = 0});
+  ASSERT_EQ(l.current(), kArena);
+  for (int i = 0; i < 6; ++i) {
+    l.Observe(kArena, 2000, 1000, false, 1);
+    l.Observe(kReuse, 1000, 1000, false, 1);
+    l.Observe(kHeap, 500, 1000, false, 1);
+  }
+  l.Observe(kHeap, 500, 1000, false, 1);
+  l.Pause(2);
+  EXPECT_EQ(l.current(), kHeap);
+  EXPECT_FALSE(l.learning());
+  EXPECT_FALSE(l.Trial(3).has_value());
+  EXPECT_FALSE(l.Trial(31).has_value());
+  EXPECT_TRUE(l.Trial(32).has_value());
+  EXPECT_TRUE(l.learning());
+}
+
+TEST(AutoLearnerTest, PausedWithTooFewCallsItKeepsItsMode) {
+  AutoLearner l({.min_calls = 6, .recheck_after_s = 30, .prior_min_bytes = 0});
+  for (int i = 0; i < 5; ++i) l.Observe(kReuse, 1000, 1000, false, 1);
+  l.Pause(2);
   EXPECT_EQ(l.current(), kArena);
+  EXPECT_FALSE(l.Trial(3).has_value());
 }
 
 TEST(AutoLearnerTest, StaleTrialsAfterTheDecisionAreIgnored) {

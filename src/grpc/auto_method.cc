@@ -191,12 +191,16 @@ void CountWindow(AutoMethod::State& m, const CallTiming& t, bool lost) {
     m.window_ended = m.window_lost = 0;
   }
   if (window_lost <= kLossWindow / 2) return;
+  // Calls that cannot be timed now (e.g. a loaded machine moving them
+  // between threads) may be timeable later: paused, not stopped, so a bad
+  // window never leaves the method in the mode of its first trials.
+  m.learner.Pause(NowS());
   if (m.untimed.exchange(true, std::memory_order_relaxed)) return;
-  m.learner.Stop();
   std::fprintf(stderr,
                "arenarpc: kAuto on %s: %d of the last %d timed calls ended on "
                "another thread, around another call, or (async) without "
-               "arenarpc::NextTag's window; it stays in %s\n",
+               "arenarpc::NextTag's window; learning paused until its next "
+               "re-check, in %s meanwhile (logged once)\n",
                m.id.method.c_str(), window_lost, kLossWindow,
                std::string(AllocationModeName(m.learner.current())).c_str());
 }

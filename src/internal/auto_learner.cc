@@ -48,7 +48,7 @@ std::optional<AllocationMode> AutoLearner::Trial(double now_s) {
   if (!learning_.load(std::memory_order_relaxed) && !due()) return std::nullopt;
   MutexLock lock(&mu_);
   if (!learning_.load(std::memory_order_relaxed)) {
-    if (stopped_ || !due()) return std::nullopt;
+    if (!due()) return std::nullopt;
     StartDecision();
   }
   // The candidates in turn, skipping those with their calls already.
@@ -174,10 +174,21 @@ void AutoLearner::Load(AllocationMode mode, double now_s,
   SettledUntil(now_s + options_.recheck_after_s);
 }
 
-void AutoLearner::Stop() {
+void AutoLearner::Pause(double now_s) {
   MutexLock lock(&mu_);
-  stopped_ = true;
-  SettledUntil(-1);
+  int best = -1;
+  for (int m = 0; m < kNumAllocationModes; ++m) {
+    const ModeCalls& c = calls_[m];
+    if (c.candidate && c.n() >= options_.min_calls &&
+        (best < 0 || c.median() < calls_[best].median())) {
+      best = m;
+    }
+  }
+  if (best >= 0) {
+    current_.store(static_cast<AllocationMode>(best),
+                   std::memory_order_relaxed);
+  }
+  SettledUntil(now_s + options_.recheck_after_s);
 }
 
 AutoLearner::Snapshot AutoLearner::snapshot() const {

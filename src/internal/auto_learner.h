@@ -77,8 +77,10 @@ class AutoLearner {
   // Settled in `mode` from a decisions file, with its costs (ns per call).
   void Load(AllocationMode mode, double now_s,
             const std::array<double, kNumAllocationModes>& cost_ns = {});
-  // No more trials (the method's calls cannot be timed); `current` stays.
-  void Stop();
+  // The method's calls cannot be timed now: no trials until a re-check
+  // `recheck_after_s` later; meanwhile calls run in the cheapest mode with
+  // `min_calls` timed calls in this decision, if any (else `current`).
+  void Pause(double now_s);
   Snapshot snapshot() const;
 
  private:
@@ -108,7 +110,6 @@ class AutoLearner {
   double log_bytes_sum_ ABSL_GUARDED_BY(mu_) = 0;   // this decision's calls
   int warming_ ABSL_GUARDED_BY(mu_) = 0;            // this decision's
   AllocationMode started_in_ ABSL_GUARDED_BY(mu_);  // the mode it began in
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   double first_s_ ABSL_GUARDED_BY(mu_) = -1;
   Snapshot stats_ ABSL_GUARDED_BY(mu_);
 };

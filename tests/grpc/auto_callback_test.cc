@@ -2,7 +2,8 @@
 // makes a call's messages, parses, runs the handler and usually releases
 // on one thread, so a trial is timed there; released on another thread (or
 // around another call's holder) it is lost, and a method whose window of
-// 32 callback trials is mostly lost stops learning where it is (`untimed`).
+// 32 callback trials is mostly lost pauses learning until its re-check
+// (`untimed`).
 // Own binary: kAuto's budget is process-wide (the smallest share wins, so
 // the tiny-share test runs last).
 #include <grpcpp/grpcpp.h>
@@ -103,7 +104,8 @@ class InstalledEcho {
 // finisher thread calls Finish), 4 calls in flight: holders are released
 // off the thread that made them, or after it made another call's, so the
 // trials are lost; once more than half of a window of 32 is lost the
-// method stops learning, in the mode it had, and hands out no more trials.
+// method pauses learning (in the cheapest mode with enough timed calls, or
+// the mode it had) and hands out no trials before its re-check.
 // (One call at a time is not enough: a gRPC thread with nothing else to do
 // often releases the holder itself.)
 TEST(AutoCallbackTest, CallsFinishedOnAnotherThreadStopLearning) {

@@ -98,8 +98,8 @@ struct MeasuredMethodStats {
   // instance (not observed: the pool warming, up to 32 a decision); lost
   // (ended on another thread or around another call; async: outside its
   // window); failed (not OK, cancelled, or never came). `untimed`: most of
-  // a window of 32 callback or async trials was lost, so the method stopped
-  // learning where it was (logged once).
+  // a window of 32 callback or async trials was lost, so the method paused
+  // learning until its re-check (logged once).
   uint64_t timed_calls = 0;
   uint64_t warming_calls = 0;
   uint64_t lost_calls = 0;
