@@ -207,7 +207,7 @@ void CountWindow(AutoMethod::State& m, const CallTiming& t, bool lost) {
 
 // Starts `m` settled in a decisions file's entry (its mode, costs and
 // calls), or says why the entry does not apply.
-std::string Start(AutoMethod::State& m, const DecisionEntry& e) {
+std::string StartSettled(AutoMethod::State& m, const DecisionEntry& e) {
   std::string why = Mismatch(e, m.id);
   if (why.empty() && m.learner.snapshot().source != DecisionSource::kNone) {
     why = "decided already";
@@ -239,7 +239,7 @@ void StartAtInstall(AutoMethod::State& m, const AutoOptions& o) {
   }
   for (const DecisionEntry& e : file->second) {
     if (e.method != m.id.method) continue;
-    if (const std::string why = Start(m, e); !why.empty()) {
+    if (const std::string why = StartSettled(m, e); !why.empty()) {
       std::fprintf(stderr,
                    "arenarpc: auto decisions file %s: %s ignored (kAuto "
                    "learns it): %s\n",
@@ -522,7 +522,7 @@ absl::StatusOr<int> LoadAutoDecisions(const std::string& path) {
     });
     const std::string why = it == methods.end()
                                 ? "not a kAuto method of this process"
-                                : internal::Start((*it)->state(), e);
+                                : internal::StartSettled((*it)->state(), e);
     if (why.empty()) {
       ++started;
     } else {
