@@ -10,21 +10,17 @@
 //   };
 //   void* p = source.Pop();  ...  source.Push(p);
 //
-// The one mechanism behind PagePool (pages) and the arena pool (Arena
-// objects): a per-thread LIFO stack of `thread_capacity` items; an empty
-// stack refills with half a stack from the depot or Make(); a full one sends
-// its colder half to the depot, which keeps at most `depot_capacity` items
-// and Destroy()s the rest. An exiting thread's stack goes to the depot.
-// Decay (a non-zero `decay_period`): what a burst built does not stay for
-// good; once a period, checked from Push(), see Decay().
+// Behind PagePool, the arena pool and MessagePool: a per-thread LIFO stack
+// of `thread_capacity` items; an empty stack refills with half a stack from
+// the depot or Make(), a full one sends its colder half to the depot, which
+// keeps `depot_capacity` items and Destroy()s the rest. With a
+// `decay_period`, what a burst built does not stay for good (Decay()).
 //
-// Thread safety: every public function may be called concurrently, and an
-// item pushed by another thread than the one that popped it. Make/Destroy
-// run without internal locks. A stack is written by its thread under the
-// stack's `busy` flag (an uncontended exchange: ReleaseIdle only ever
-// try-locks it), so another thread can empty it safely.
-// Lifetime: a subclass must call Shutdown() in its destructor (Destroy is
-// virtual and cannot run from the base destructor).
+// Thread safety: all public functions, from any thread; Make/Destroy run
+// without internal locks. A thread writes its stack under the stack's `busy`
+// flag (uncontended: ReleaseIdle only try-locks it), so others can empty it.
+// Lifetime: a subclass calls Shutdown() in its destructor (Destroy is
+// virtual). An exiting thread's stack goes to the depot.
 #ifndef ARENARPC_SRC_INTERNAL_POINTER_CACHE_H_
 #define ARENARPC_SRC_INTERNAL_POINTER_CACHE_H_
 

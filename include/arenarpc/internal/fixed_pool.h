@@ -5,15 +5,12 @@
 //   void* p = pool.Allocate();   // nullptr only if the OS refuses memory
 //   pool.Deallocate(p);          // from any thread
 //
-// A block is `block_size` bytes aligned to its size: a BlockHeader, then
-// slots of `stride` bytes. Masking a slot's address finds its header, so a
-// live object carries none. Slots are carved lazily, a batch at a time, so
-// pages never handed out are never touched. Each depot shard stacks full
-// magazines; one partial magazine collects the slots of exiting threads and
-// of threads that can no longer cache.
-// A Lazy pool (ObjectPool<T>::Default) is constant-initialised, set up by its
-// first slow path and never destroyed; its thread caches are per-type
-// thread_locals the caller passes in (AllocateWith/DeallocateWith).
+// A block is `block_size` bytes aligned to its size: a header, then slots of
+// `stride` bytes; masking a slot's address finds the header. Slots are carved
+// a batch at a time, so pages never handed out are never touched. A Lazy
+// pool (ObjectPool<T>::Default) is constant-initialised, set up by its first
+// slow path and never destroyed; the caller passes its thread caches in
+// (per-type thread_locals: AllocateWith/DeallocateWith).
 #ifndef ARENARPC_INTERNAL_FIXED_POOL_H_
 #define ARENARPC_INTERNAL_FIXED_POOL_H_
 
@@ -46,13 +43,10 @@ struct Magazine;  // an array of free slot pointers, moved by pointer
 
 // One thread's cache for one pool: two magazines (Bonwick's "loaded" and
 // "previous"), the loaded one a stack reached through `top`. Pop and Push
-// are ObjectPool's whole fast path: no lock, no read-modify-write, no count
-// (derived from the pointers when needed), no access to the free object.
-// Detached (all null), Pop sees it empty and Push full, so its first use
-// takes the slow path, which attaches magazines: that is what lets it be a
-// constinit, trivially destructible thread_local, with no TLS guard.
-// Only the owning thread writes; `top`, `base` and `prev_count` are relaxed
-// atomics because Stats() reads them from other threads.
+// are ObjectPool's whole fast path: no lock, no read-modify-write, no count.
+// Detached (all null), it is empty to Pop and full to Push, so its first use
+// takes the slow path: that lets it be a constinit, trivially destructible
+// thread_local. Only its thread writes it; Stats() reads the atomics.
 struct alignas(64) ThreadCache {
   std::atomic<void**> top{nullptr};     // past the loaded magazine's last slot
   std::atomic<void**> base{nullptr};    // loaded->items; null while detached
@@ -170,10 +164,9 @@ class FixedPool final : private ThreadSlots::Owner {
   }
   struct BlockHeader;
 
-  // The last pool this thread used: one hot pool costs one TLS compare
-  // instead of a ThreadSlots lookup. Generations are never reused, so a
-  // destroyed pool's entry never matches again; kNone matches no key, not
-  // even a Lazy pool's before set-up (generation 0).
+  // The last pool this thread used: one TLS compare instead of a ThreadSlots
+  // lookup. Generations are never reused, so a destroyed pool's entry never
+  // matches again; kNone matches no key, not even generation 0.
   struct LastUsed {
     uint64_t generation;
     void* cache;
@@ -202,11 +195,9 @@ class FixedPool final : private ThreadSlots::Owner {
   void SetUp();  // once; Lazy pools only
   void Configure(const ObjectPoolOptions& options);
 
-  // Inline in the caller's translation unit: a debug caller marks and checks
-  // every slot, a release caller none, whatever build the library is. The
-  // slot bitmap exists only in a library built with debug checks
-  // (has_bitmap_; else the Debug* functions check ownership only), so
-  // Debug and Release objects mix safely.
+  // Inline: a debug caller marks and checks every slot, a release caller
+  // none. The bitmap exists only in a debug library (has_bitmap_; else the
+  // Debug* functions check ownership only): Debug and Release objects mix.
   void OnHandOut(void* p) {
     ARENARPC_UNPOISON(p, stride_);
     if (ARENARPC_DEBUG_CHECKS) DebugMark(p, true);

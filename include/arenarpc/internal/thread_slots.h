@@ -10,20 +10,17 @@
 //     void OnThreadExit(void* cache) override;  // drain and free the cache
 //   };
 //
-// C++ `thread_local` is per type, not per object; pools are objects. Each
-// owner gets a key {index, generation}; every thread keeps an array of
-// {generation, value} indexed by key.index. A lookup is one TLS load, a
-// bounds check and a generation compare, no lock: the generation makes a key
-// reused by a later owner miss instead of returning a dead owner's cache.
+// C++ `thread_local` is per type; pools are objects. Each owner gets a key
+// {index, generation}; each thread an array of {generation, value} indexed
+// by key.index: a lookup is a TLS load, a bounds check and a compare. The
+// generation makes a reused index miss instead of finding a dead owner's.
 //
-// Thread safety: Register/Unregister/Set may be called from any thread; Get
-// and Set touch only the calling thread's array.
+// Thread safety: any thread; Get and Set touch only the caller's array.
 // Lifetime: when a thread exits, OnThreadExit(value) runs for each of its
-// slots whose owner is still registered, with no ThreadSlots lock held (a
-// hook may make and destroy pools); Unregister waits for running hooks, so
-// no OnThreadExit follows it. Unregistering an owner from its own hook is
-// an error (checked). After its exit hook, a thread's Get returns nullptr
-// and Set false: callers must then bypass their cache.
+// slots whose owner is registered, with no ThreadSlots lock held (a hook may
+// make and destroy pools); Unregister waits for running hooks and must not
+// be called from its own (checked). After its exit hook, a thread's Get
+// returns nullptr and Set false: callers then bypass their cache.
 #ifndef ARENARPC_INTERNAL_THREAD_SLOTS_H_
 #define ARENARPC_INTERNAL_THREAD_SLOTS_H_
 
