@@ -1,120 +1,91 @@
 #include "arenarpc/cost_probe.h"
 
-#include <time.h>
+#include <stdlib.h>  // defines __GLIBC__
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "arenarpc/arena.h"
 #include "arenarpc/internal/cpu_clock.h"
+#include "arenarpc/message_pool.h"
 
 namespace arenarpc {
 namespace {
 
-using internal::ThreadCpuNs;
+using google::protobuf::Message;
 
-// A timing shorter than this is dominated by the clock itself.
-constexpr double kMinTimedNs = 50e3;
-// Messages this large are timed on a cold heap (TimeAlone).
-constexpr size_t kColdWireBytes = 32 << 10;
+constexpr double kMinTimedNs = 50e3;         // shorter: mostly the clock
+constexpr size_t kColdWireBytes = 32 << 10;  // from here on a cold heap
+
+void TrimHeap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
+double Time(const Message* prototype, MessagePool<Message>* pool,
+            AllocationMode mode, std::string_view wire, int reps, bool* ok) {
+  const auto parse = [&](Message* m) {
+    *ok &= m->ParseFromArray(wire.data(), static_cast<int>(wire.size()));
+  };
+  const double start = internal::ThreadCpuNs();
+  for (int i = 0; i < reps; ++i) {
+    if (mode == AllocationMode::kHeap) {
+      parse(std::unique_ptr<Message>(prototype->New()).get());
+    } else if (mode == AllocationMode::kArena) {
+      ScopedArena arena;
+      Message* m = prototype->New(arena.arena());
+      parse(m);
+      if (arena.arena() == nullptr) delete m;  // arenas disabled
+    } else {
+      PooledMessage<Message> m = pool->Acquire();
+      m.set_size_hint(wire.size());
+      parse(m.get());
+    }
+  }
+  return (internal::ThreadCpuNs() - start) / reps;
+}
 
 }  // namespace
 
-CostProbe::CostProbe(const google::protobuf::Message* prototype)
-    : prototype_(prototype) {}
-
-double CostProbe::Time(AllocationMode mode, std::string_view wire, int reps,
-                       bool* ok) {
-  const char* data = wire.data();
-  const int size = static_cast<int>(wire.size());
-  const double start = ThreadCpuNs();
-  for (int i = 0; i < reps; ++i) {
-    switch (mode) {
-      case AllocationMode::kHeap: {
-        std::unique_ptr<google::protobuf::Message> m(prototype_->New());
-        *ok &= m->ParseFromArray(data, size);
-        break;
-      }
-      case AllocationMode::kArena: {
-        ScopedArena arena;
-        google::protobuf::Message* m = prototype_->New(arena.arena());
-        *ok &= m->ParseFromArray(data, size);
-        if (arena.arena() == nullptr) delete m;  // arenas disabled
-        break;
-      }
-      default: {
-        PooledMessage<google::protobuf::Message> m = pool_->Acquire();
-        m.set_size_hint(wire.size());
-        *ok &= m->ParseFromArray(data, size);
-        break;
-      }
-    }
-  }
-  return (ThreadCpuNs() - start) / reps;
-}
-
-// At most one parsed copy is alive at a time: the probe runs beside a
-// server, and a parsed message can be ten times its wire size. Each mode
-// gets one untimed pass first, as a server's steady state would: memory the
-// previous mode gave back (to glibc's top, to the page pool) would otherwise
-// be billed to whichever mode comes next (up to 5x on a 14 KB message).
-double CostProbe::TimeAlone(AllocationMode mode, std::string_view wire,
-                            int reps, bool* ok) {
-  if (mode == AllocationMode::kReuse) pool_.emplace(prototype_);
-  bool warm_ok = true;
-  Time(mode, wire, 1, &warm_ok);  // untimed
-#ifdef __GLIBC__
-  // A server between calls of large messages: glibc has given the freed
-  // heap back to the OS (free() trims once the top exceeds
-  // M_TRIM_THRESHOLD, 128 KiB; a parsed message is several times its wire
-  // size), so each call faults its heap memory in again, while pooled
-  // arena pages and a reused instance stay resident. Without this the
-  // probe saw a warm heap and predicted about half the saving measured
-  // end to end on OTLP (docs/ADVISE.md). Small messages stay warm, as in a
-  // server.
-  if (wire.size() >= kColdWireBytes) malloc_trim(0);
-#endif
-  const double ns = Time(mode, wire, reps, ok);
-  pool_.reset();  // nothing held between samples
-  return ns;
-}
-
-ModeCosts CostProbe::Measure(std::string_view wire, int rounds,
-                             unsigned modes) {
+ModeCosts CostProbe::Measure(std::string_view wire, int rounds) {
   ModeCosts c;
   c.ok = true;
   c.ns.fill(1e300);
-  // Repetitions so that one timing lasts at least kMinTimedNs. A large
-  // message takes longer than that to parse once: no parse to find out.
-  int reps = 1;
+  int reps = 1;  // a large message's one parse outlasts kMinTimedNs
   if (wire.size() < kColdWireBytes) {
-    const double once = Time(AllocationMode::kArena, wire, 1, &c.ok);
+    const double once =
+        Time(prototype_, nullptr, AllocationMode::kArena, wire, 1, &c.ok);
     if (!c.ok) return c;
     reps = static_cast<int>(
         std::clamp(kMinTimedNs / std::max(once, 1.0), 1.0, 10000.0));
   }
   const uint32_t first = rotation_++;
   for (int r = 0; r < std::max(rounds, 1); ++r) {
-    for (int k = 0; k < kNumAllocationModes; ++k) {
-      const auto m =
+    for (uint32_t k = 0; k < kNumAllocationModes; ++k) {
+      const auto mode =
           static_cast<AllocationMode>((first + k) % kNumAllocationModes);
-      if ((modes & (1u << static_cast<int>(m))) == 0) continue;
-      c.ns[static_cast<int>(m)] =
-          std::min(c.ns[static_cast<int>(m)], TimeAlone(m, wire, reps, &c.ok));
+      std::optional<MessagePool<Message>> pool;  // none held between samples
+      if (mode == AllocationMode::kReuse) pool.emplace(prototype_);
+      MessagePool<Message>* const warm = pool ? &*pool : nullptr;
+      // An untimed pass first: memory the previous mode gave back (to
+      // glibc's top, to the page pool) was billed to this one (up to 5x on
+      // 14 KB). Large messages then on a cold heap: past M_TRIM_THRESHOLD
+      // free() gives a parse's heap back to the OS, so a server faults it
+      // in on each call (on a warm heap the probe predicted half the saving
+      // measured on OTLP).
+      bool warm_ok = true;
+      Time(prototype_, warm, mode, wire, 1, &warm_ok);
+      if (wire.size() >= kColdWireBytes) TrimHeap();
+      double& ns = c.ns[static_cast<int>(mode)];
+      ns = std::min(ns, Time(prototype_, warm, mode, wire, reps, &c.ok));
     }
   }
-#ifdef __GLIBC__
-  // glibc keeps the freed heap copies resident; give them back once, after
-  // the timings (trimming between modes made the next mode pay for the
-  // heap's regrowth).
-  malloc_trim(0);
-#endif
-  for (int m = 0; m < kNumAllocationModes; ++m) {
-    if ((modes & (1u << m)) == 0) c.ns[m] = 0;
-  }
+  TrimHeap();  // not between modes: the next one paid for the regrowth
   return c;
 }
 

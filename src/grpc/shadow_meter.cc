@@ -9,57 +9,145 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <system_error>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
 #include "arenarpc/cost_probe.h"
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/internal/cpu_clock.h"
 #include "arenarpc/internal/mutex.h"
 #include "arenarpc/mode_chooser.h"
 #include "arenarpc/page_pool.h"
-#include "src/grpc/capture.h"
 #include "src/grpc/measured_stats.h"
 #include "src/internal/background.h"
 
 namespace arenarpc::internal {
 
-struct ShadowMeter::State {
-  State(std::string n, AllocationMode m, const ShadowOptions& o,
-        const google::protobuf::Message* req,
-        const google::protobuf::Message* resp, const AutoMethod* a)
-      : name(std::move(n)),
-        installed(m),
-        options(o),
-        request_prototype(req),
-        response_prototype(resp),
-        automatic(a),
-        chooser(ModeChooserOptions{.initial = m == AllocationMode::kAuto
-                                                  ? AllocationMode::kArena
-                                                  : m}) {}
-  AllocationMode mode() const {
-    return automatic != nullptr ? automatic->mode() : installed;
+using google::protobuf::Message;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A method's sampled requests for arenarpc_advise, one serialized message
+// per file, <capture_dir>/<method>/NNNNNN.bin, the type's full name in
+// <capture_dir>/<method>/TYPE. Bounded by files and bytes, counting the files
+// a previous run left there; a write error stops it. Write() on the
+// background thread; the counts from any thread.
+class Capture {
+ public:
+  Capture(const ShadowOptions& options, std::string_view method,
+          const Message* prototype)
+      : dir_(fs::path(options.capture_dir) / DirName(method)),
+        prototype_(prototype),
+        max_files_(options.capture_max_files),
+        max_bytes_(options.capture_max_bytes) {}
+
+  // Only requests that parse: the capture feeds a tool that rejects the rest.
+  void Write(std::string_view bytes) {
+    std::unique_ptr<Message> parsed(prototype_->New());
+    if (!parsed->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+      return;
+    if (!opened_) failed_ = !Open();
+    if (!failed_ && (files_ >= max_files_ || next_ > 999999 ||
+                     bytes_ + bytes.size() > max_bytes_)) {
+      return;
+    }
+    if (!failed_) {
+      const std::string name = absl::StrFormat("%06d", next_);
+      const fs::path tmp = dir_ / ("." + name + ".tmp");
+      {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        failed_ = !out.write(bytes.data(),
+                             static_cast<std::streamsize>(bytes.size()));
+      }
+      std::error_code ec;  // renamed whole: readers never see half a file
+      if (!failed_) fs::rename(tmp, dir_ / (name + ".bin"), ec);
+      failed_ = failed_ || ec;
+      if (failed_) fs::remove(tmp, ec);
+    }
+    (failed_ ? errors : written).fetch_add(1, std::memory_order_relaxed);
+    if (failed_) return;
+    ++files_;
+    ++next_;
+    bytes_ += bytes.size();
   }
 
+  std::atomic<uint64_t> written{0}, errors{0};
+
+ private:
+  // "/pkg.Service/Method" -> "pkg.Service.Method": one directory name.
+  static std::string DirName(std::string_view method) {
+    std::string out;
+    for (char c : method) {
+      if (c == '/' || c == ' ') {
+        if (!out.empty() && out.back() != '.') out.push_back('.');
+      } else {
+        const bool plain =
+            absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+        out.push_back(plain ? c : '_');
+      }
+    }
+    while (!out.empty() && out.back() == '.') out.pop_back();
+    // Never "", "." or "..": those would leave the capture directory.
+    if (out.find_first_not_of('.') == std::string::npos) out = "method";
+    return out;
+  }
+  // Creates the directory and counts what is there: a restarted server
+  // continues the numbering, within the same bounds.
+  bool Open() {
+    opened_ = true;
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    if (ec) return false;
+    if (!(std::ofstream(dir_ / "TYPE")
+          << prototype_->GetDescriptor()->full_name() << "\n")) {
+      return false;
+    }
+    // increment(ec): the range-for form would throw.
+    for (fs::directory_iterator it(dir_, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.size() != 10 || name.substr(6) != ".bin") continue;
+      std::error_code size_ec;
+      const uintmax_t size = it->file_size(size_ec);
+      ++files_;
+      bytes_ += size_ec ? 0 : size;
+      next_ = std::max(next_, std::atoi(name.c_str()) + 1);
+    }
+    return !ec;
+  }
+
+  const fs::path dir_;
+  const Message* const prototype_;
+  const int max_files_;
+  const uint64_t max_bytes_;
+  bool opened_ = false, failed_ = false;
+  int files_ = 0, next_ = 0;  // next_: the number of the next file
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace
+
+struct ShadowMeter::State {
   const std::string name;
   const AllocationMode installed;
   const ShadowOptions options;
-  const google::protobuf::Message* const request_prototype;
-  const google::protobuf::Message* const response_prototype;
-  const AutoMethod* const automatic;
+  const AutoMethod* const automatic;  // non-null: calls run in its mode
   ModeChooser chooser;
-  std::atomic<uint64_t> dropped{0};
-  std::atomic<uint64_t> malformed{0};
-  std::atomic<uint64_t> captured{0};
-  std::atomic<uint64_t> capture_errors{0};
+  std::atomic<uint64_t> dropped{0}, malformed{0};
+  const std::unique_ptr<Capture> capture;  // null: not capturing
   // The background thread's alone.
-  std::unique_ptr<CostProbe> request_probe;
-  std::unique_ptr<CostProbe> response_probe;
-  std::optional<Capture> capture;
-  // Measuring CPU per sampled byte, learned (first guess: a few parses).
-  double ns_per_byte = 60;
+  CostProbe request_probe, response_probe;
+  double ns_per_byte = 60;  // measuring CPU, learned (first: a few parses)
 };
 
 namespace {
@@ -71,160 +159,98 @@ constexpr double kLearnMinBytes = 4096;
 
 struct Sample {
   ShadowMeter::State* method;
-  SampleBytes request;
-  SampleBytes response;
+  SampleBytes request, response;
+  size_t bytes() const { return request.size() + response.size(); }
 };
 
-class Shadow {
- public:
-  static Shadow& Get() {
-    static Shadow* const s = new Shadow();  // outlives every call
-    return *s;
+std::atomic<size_t> queued{0};         // samples waiting
+std::atomic<uint64_t> sampling_ns{0};  // call threads serializing
+std::atomic<double> max_share{0};      // asked for; set under Shadow::mu
+double spent_ns = 0;                   // the background thread's measuring
+
+struct Shadow {
+  Mutex mu;
+  std::deque<Sample> queue ABSL_GUARDED_BY(mu);
+  size_t queued_bytes ABSL_GUARDED_BY(mu) = 0;
+  bool drain_posted ABSL_GUARDED_BY(mu) = false;
+  bool paused ABSL_GUARDED_BY(mu) = false;
+  std::vector<ShadowMeter::State*> methods ABSL_GUARDED_BY(mu);
+};
+
+Shadow& GetShadow() {
+  static Shadow* const s = new Shadow();  // outlives every call
+  return *s;
+}
+
+void Measure(ShadowMeter::State& m, const Sample& s) {
+  const double start = ThreadCpuNs();
+  if (m.capture != nullptr) m.capture->Write(s.request.view());
+  // The budget: what measuring spent, with what this sample is expected to
+  // cost (one large sample would overshoot a short run's share).
+  const double bytes = static_cast<double>(s.bytes());
+  const double share = max_share.load();
+  if (share < 1.0 && spent_ns + static_cast<double>(sampling_ns.load()) +
+                             bytes * m.ns_per_byte >
+                         share * ProcessCpuNs() + kCreditNs) {
+    m.dropped.fetch_add(1, std::memory_order_relaxed);
+    spent_ns += ThreadCpuNs() - start;
+    return;
   }
-  void Register(ShadowMeter::State* m) {
-    MutexLock lock(&mu_);
-    methods_.push_back(m);
-    share_ = std::max(share_, m->options.max_cpu_share);
+  ModeCosts total = m.request_probe.Measure(s.request.view());
+  if (total.ok) {
+    const ModeCosts response = m.response_probe.Measure(s.response.view());
+    total.ok = response.ok;
+    for (int i = 0; i < kNumAllocationModes; ++i) total.ns[i] += response.ns[i];
   }
-  std::vector<ShadowMeter::State*> Methods() {
-    MutexLock lock(&mu_);
-    return methods_;
+  const double spent = ThreadCpuNs() - start;
+  spent_ns += spent;
+  if (!total.ok) {
+    m.malformed.fetch_add(1, std::memory_order_relaxed);
+    return;
   }
-  bool HasRoom() const {
-    return queued_.load(std::memory_order_relaxed) < kMaxQueued;
+  if (bytes >= kLearnMinBytes) {
+    m.ns_per_byte +=
+        0.5 * (std::clamp(spent / bytes, 1.0, 1000.0) - m.ns_per_byte);
   }
-  bool Push(Sample&& s) {
-    if (!mu_.TryLock()) return false;  // never wait on a call thread
-    MutexLock lock(&mu_, std::adopt_lock);
-    const size_t bytes = s.request.size() + s.response.size();
-    if (queue_.size() >= kMaxQueued ||
-        queued_bytes_ + bytes > kMaxQueuedBytes) {
-      return false;
-    }
-    if (!drain_posted_) {
-      drain_posted_ = PostBackground([this] { Drain(); });
-      if (!drain_posted_) return false;
-    }
-    queued_bytes_ += bytes;
-    queue_.push_back(std::move(s));
-    queued_.store(queue_.size(), std::memory_order_relaxed);
-    return true;
-  }
-  void AddSampling(double ns) {
-    sampling_ns_.fetch_add(static_cast<uint64_t>(ns),
-                           std::memory_order_relaxed);
-  }
-  double sampling_ns() const {
-    return static_cast<double>(sampling_ns_.load(std::memory_order_relaxed));
-  }
-  void Pause(bool paused) {
+  m.chooser.Observe(total);
+}
+
+void Drain() {
+  Shadow& shadow = GetShadow();
+  for (;;) {
+    std::optional<Sample> s;
     {
-      MutexLock lock(&mu_);
-      paused_ = paused;
-    }
-    if (!paused) PostBackground([this] { Drain(); });
-  }
-  size_t queued() const { return queued_.load(std::memory_order_relaxed); }
-
- private:
-  void Drain() {
-    for (;;) {
-      std::optional<Sample> s;
-      {
-        MutexLock lock(&mu_);
-        if (paused_ || queue_.empty()) {
-          drain_posted_ = false;  // the next Push (or Pause(false)) posts
-          return;
-        }
-        s = std::move(queue_.front());
-        queue_.pop_front();
-        queued_.store(queue_.size(), std::memory_order_relaxed);
-        queued_bytes_ -= s->request.size() + s->response.size();
+      MutexLock lock(&shadow.mu);
+      if (shadow.paused || shadow.queue.empty()) {
+        shadow.drain_posted = false;  // the next Push (or unpause) posts
+        return;
       }
-      Measure(*s->method, *s);
-      // The probe's arena pages go where the server's threads can use them.
-      PagePool::Default().FlushThreadCache();
+      s = std::move(shadow.queue.front());
+      shadow.queue.pop_front();
+      queued.store(shadow.queue.size(), std::memory_order_relaxed);
+      shadow.queued_bytes -= s->bytes();
     }
+    Measure(*s->method, *s);
+    // The probe's arena pages go where the server's threads can use them.
+    PagePool::Default().FlushThreadCache();
   }
-  double share() {
-    MutexLock lock(&mu_);
-    return share_;
-  }
-  void Measure(ShadowMeter::State& m, const Sample& s) {
-    const double start = ThreadCpuNs();
-    WriteCapture(m, s);
-    // The budget: what measuring spent, with what this sample is expected
-    // to cost (one large sample would overshoot a short run's share).
-    const double bytes =
-        static_cast<double>(s.request.size() + s.response.size());
-    const double share = this->share();
-    if (share < 1.0 && spent_ns_ + sampling_ns() + bytes * m.ns_per_byte >
-                           share * ProcessCpuNs() + kCreditNs) {
-      m.dropped.fetch_add(1, std::memory_order_relaxed);
-      spent_ns_ += ThreadCpuNs() - start;
-      return;
-    }
-    if (m.request_probe == nullptr) {
-      m.request_probe = std::make_unique<CostProbe>(m.request_prototype);
-      m.response_probe = std::make_unique<CostProbe>(m.response_prototype);
-    }
-    ModeCosts total = m.request_probe->Measure(s.request.view());
-    if (total.ok) {
-      const ModeCosts response = m.response_probe->Measure(s.response.view());
-      total.ok = response.ok;
-      for (int i = 0; i < kNumAllocationModes; ++i)
-        total.ns[i] += response.ns[i];
-    }
-    const double spent = ThreadCpuNs() - start;
-    spent_ns_ += spent;
-    if (!total.ok) {
-      m.malformed.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    if (bytes >= kLearnMinBytes) {
-      m.ns_per_byte +=
-          0.5 * (std::clamp(spent / bytes, 1.0, 1000.0) - m.ns_per_byte);
-    }
-    m.chooser.Observe(total);
-  }
-  static void WriteCapture(ShadowMeter::State& m, const Sample& s) {
-    if (m.options.capture_dir.empty()) return;
-    if (!m.capture) {
-      m.capture.emplace(
-          m.options.capture_dir, m.name,
-          std::string(m.request_prototype->GetDescriptor()->full_name()),
-          m.options.capture_max_files, m.options.capture_max_bytes);
-    }
-    // Only bytes that parse: the capture feeds a tool that rejects the rest.
-    std::unique_ptr<google::protobuf::Message> parsed(
-        m.request_prototype->New());
-    if (!parsed->ParseFromArray(s.request.view().data(),
-                                static_cast<int>(s.request.size()))) {
-      return;
-    }
-    switch (m.capture->Write(s.request.view())) {
-      case Capture::Result::kWritten:
-        m.captured.fetch_add(1, std::memory_order_relaxed);
-        break;
-      case Capture::Result::kError:
-        m.capture_errors.fetch_add(1, std::memory_order_relaxed);
-        break;
-      case Capture::Result::kFull:
-        break;
-    }
-  }
+}
 
-  Mutex mu_;
-  std::deque<Sample> queue_ ABSL_GUARDED_BY(mu_);
-  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  bool drain_posted_ ABSL_GUARDED_BY(mu_) = false;
-  bool paused_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<ShadowMeter::State*> methods_ ABSL_GUARDED_BY(mu_);
-  double share_ ABSL_GUARDED_BY(mu_) = 0;  // the largest asked for
-  std::atomic<size_t> queued_{0};
-  std::atomic<uint64_t> sampling_ns_{0};  // call threads serializing
-  double spent_ns_ = 0;                   // the background thread's
-};
+bool Push(Sample&& s) {
+  Shadow& shadow = GetShadow();
+  if (!shadow.mu.TryLock()) return false;  // never wait on a call thread
+  MutexLock lock(&shadow.mu, std::adopt_lock);
+  if (shadow.queue.size() >= kMaxQueued ||
+      shadow.queued_bytes + s.bytes() > kMaxQueuedBytes) {
+    return false;
+  }
+  if (!shadow.drain_posted) shadow.drain_posted = PostBackground(&Drain);
+  if (!shadow.drain_posted) return false;
+  shadow.queued_bytes += s.bytes();
+  shadow.queue.push_back(std::move(s));
+  queued.store(shadow.queue.size(), std::memory_order_relaxed);
+  return true;
+}
 
 uint32_t NextRandom() {
   static thread_local constinit uint64_t state = 0;
@@ -240,41 +266,53 @@ uint32_t NextRandom() {
 
 ShadowMeter::ShadowMeter(std::string name, AllocationMode installed,
                          const ShadowOptions& options,
-                         const google::protobuf::Message* request_prototype,
-                         const google::protobuf::Message* response_prototype,
+                         const Message* request_prototype,
+                         const Message* response_prototype,
                          const AutoMethod* automatic)
-    : state_(new State(std::move(name), installed, options, request_prototype,
-                       response_prototype, automatic)) {
-  Shadow::Get().Register(state_);
+    : state_(new State{
+          .name = name,
+          .installed = installed,
+          .options = options,
+          .automatic = automatic,
+          .chooser = ModeChooser({.initial = installed == AllocationMode::kAuto
+                                                 ? AllocationMode::kArena
+                                                 : installed}),
+          .capture =
+              options.capture_dir.empty()
+                  ? nullptr
+                  : std::make_unique<Capture>(options, name, request_prototype),
+          .request_probe = CostProbe(request_prototype),
+          .response_probe = CostProbe(response_prototype)}) {
+  Shadow& shadow = GetShadow();
+  MutexLock lock(&shadow.mu);
+  shadow.methods.push_back(state_);
+  max_share.store(std::max(max_share.load(), options.max_cpu_share));
 }
 
 bool ShadowMeter::ShouldSample() {
   const uint32_t one_in =
       static_cast<uint32_t>(std::max(state_->options.sample_one_in, 0));
   if (one_in == 0 || NextRandom() % one_in != 0) return false;
-  if (Shadow::Get().HasRoom()) return true;
+  if (queued.load(std::memory_order_relaxed) < kMaxQueued) return true;
   state_->dropped.fetch_add(1, std::memory_order_relaxed);  // not serialized
   return false;
 }
 
-void ShadowMeter::Submit(SampleBytes request,
-                         const google::protobuf::Message& response,
+void ShadowMeter::Submit(SampleBytes request, const Message& response,
                          double cpu_ns) {
   const double start = ThreadCpuNs();
   SubmitBytes(std::move(request), SampleBytes::Of(response));
-  Shadow::Get().AddSampling(cpu_ns + ThreadCpuNs() - start);
+  sampling_ns.fetch_add(static_cast<uint64_t>(cpu_ns + ThreadCpuNs() - start),
+                        std::memory_order_relaxed);
 }
 
 bool ShadowMeter::SubmitBytes(SampleBytes request, SampleBytes response) {
-  if (Shadow::Get().Push(
-          Sample{state_, std::move(request), std::move(response)})) {
-    return true;
-  }
+  if (Push({state_, std::move(request), std::move(response)})) return true;
   state_->dropped.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 
-SampleBytes SampleBytes::Of(const google::protobuf::Message& message) {
+SampleBytes SampleBytes::Of(const Message& message) {
   SampleBytes b;
   const size_t n = message.ByteSizeLong();
   if (n >= kMappedBytes) {
@@ -282,49 +320,40 @@ SampleBytes SampleBytes::Of(const google::protobuf::Message& message) {
     const size_t len = (n + page - 1) / page * page;
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p != MAP_FAILED) {
-      b.mapped_ = static_cast<char*>(p);
-      b.mapped_size_ = len;
-      b.size_ = n;
-      message.SerializeWithCachedSizesToArray(
-          reinterpret_cast<uint8_t*>(b.mapped_));
-      return b;
-    }
+    if (p != MAP_FAILED) b.mapped_ = {static_cast<char*>(p), Unmap{n, len}};
   }
-  b.heap_.resize(n);
-  message.SerializeWithCachedSizesToArray(
-      reinterpret_cast<uint8_t*>(b.heap_.data()));
+  if (!b.mapped()) b.heap_.resize(n);
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(
+      b.mapped() ? b.mapped_.get() : b.heap_.data()));
   return b;
 }
 
-SampleBytes& SampleBytes::operator=(SampleBytes&& o) noexcept {
-  if (this == &o) return *this;
-  Unmap();
-  heap_ = std::move(o.heap_);
-  o.heap_.clear();
-  mapped_ = std::exchange(o.mapped_, nullptr);
-  size_ = std::exchange(o.size_, 0);
-  mapped_size_ = std::exchange(o.mapped_size_, 0);
-  return *this;
-}
+void SampleBytes::Unmap::operator()(char* p) const { munmap(p, map_size); }
 
-void SampleBytes::Unmap() {
-  if (mapped_ != nullptr) munmap(mapped_, mapped_size_);
-  mapped_ = nullptr;
-  size_ = mapped_size_ = 0;
+void PauseShadowForTest(bool paused) {
+  {
+    Shadow& shadow = GetShadow();
+    MutexLock lock(&shadow.mu);
+    shadow.paused = paused;
+  }
+  if (!paused) PostBackground(&Drain);
 }
-
-void PauseShadowForTest(bool paused) { Shadow::Get().Pause(paused); }
-size_t QueuedShadowSamplesForTest() { return Shadow::Get().queued(); }
+size_t QueuedShadowSamplesForTest() { return queued.load(); }
 
 // Shadow's part of the stats (src/grpc/stats.cc).
 std::vector<MeasuredMethodStats> ShadowMethodStats() {
   std::vector<MeasuredMethodStats> out;
-  for (ShadowMeter::State* m : Shadow::Get().Methods()) {
+  std::vector<ShadowMeter::State*> methods;
+  {
+    Shadow& shadow = GetShadow();
+    MutexLock lock(&shadow.mu);
+    methods = shadow.methods;
+  }
+  for (ShadowMeter::State* m : methods) {
     const ModeChooser::Snapshot snap = m->chooser.snapshot();
-    MeasuredMethodStats s;
+    MeasuredMethodStats& s = out.emplace_back();
     s.method = m->name;
-    s.mode = m->mode();
+    s.mode = m->automatic != nullptr ? m->automatic->mode() : m->installed;
     s.recommended = snap.mode;
     for (int i = 0; i < kNumAllocationModes; ++i)
       s.cost_us[i] = snap.cost_ns[i] / 1e3;
@@ -336,13 +365,16 @@ std::vector<MeasuredMethodStats> ShadowMethodStats() {
     s.switches = snap.switches;
     s.dropped = m->dropped.load(std::memory_order_relaxed);
     s.malformed = m->malformed.load(std::memory_order_relaxed);
-    s.captured = m->captured.load(std::memory_order_relaxed);
-    s.capture_errors = m->capture_errors.load(std::memory_order_relaxed);
-    out.push_back(std::move(s));
+    if (m->capture != nullptr) {
+      s.captured = m->capture->written.load(std::memory_order_relaxed);
+      s.capture_errors = m->capture->errors.load(std::memory_order_relaxed);
+    }
   }
   return out;
 }
 
-double ShadowSamplingCpuNs() { return Shadow::Get().sampling_ns(); }
+double ShadowSamplingCpuNs() {
+  return static_cast<double>(sampling_ns.load(std::memory_order_relaxed));
+}
 
 }  // namespace arenarpc::internal

@@ -24,134 +24,131 @@ constexpr size_t kMaxQueued = 256;
 
 std::atomic<uint64_t> failures{0};
 std::atomic<BackgroundThreadStarter> starter{nullptr};
+std::atomic<uint64_t> progress{0};  // tasks posted plus tasks done
+std::atomic<double> thread_cpu_ns{0};
 
-class Background {
- public:
-  static Background& Get() {
-    static Background* const b = new Background();  // outlives every call
-    return *b;
-  }
-
-  bool Post(std::function<void()> task) {
-    MutexLock lock(&mu_);
-    if (!Start() || queue_.size() >= kMaxQueued) return false;
-    queue_.push_back(std::move(task));
-    progress_.fetch_add(1, std::memory_order_relaxed);
-    cv_.Signal();
-    return true;
-  }
-  void AddTick(std::function<void()> tick) {
-    MutexLock lock(&mu_);
-    ticks_.push_back(std::move(tick));
-    Start();
-  }
-  uint64_t progress() const {
-    return progress_.load(std::memory_order_relaxed);
-  }
-  double cpu_ns() const { return cpu_ns_.load(std::memory_order_relaxed); }
-
-  // The queued tasks, then every tick. On the background thread (or a
-  // test's).
-  void RunOnce() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        MutexLock lock(&mu_);
-        if (queue_.empty()) break;
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      task();
-      progress_.fetch_add(1, std::memory_order_relaxed);
-    }
-    std::vector<std::function<void()>> ticks;
-    {
-      MutexLock lock(&mu_);
-      ticks = ticks_;
-    }
-    for (auto& tick : ticks) tick();
-    cpu_ns_.store(ThreadCpuNs(), std::memory_order_relaxed);
-  }
-
- private:
-  // Lazily, from the first task: a call thread, where nothing may throw.
-  bool Start() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (started_) return running_;
-    started_ = true;
-    try {
-      if (BackgroundThreadStarter start = starter.load()) {
-        start([this] { Run(); });
-      } else {
-        thread_ = std::thread([this] { Run(); });
-        std::atexit([] { Get().Stop(); });
-      }
-      running_ = true;
-    } catch (const std::exception& e) {
-      Failed(e.what());
-    } catch (...) {
-      Failed("unknown error");
-    }
-    return running_;
-  }
-  static void Failed(const char* reason) {
-    if (failures.fetch_add(1) != 0) return;
-    std::fprintf(stderr,
-                 "arenarpc: cannot start the background thread (%s); "
-                 "running without it (GrpcStats::background_thread_failures)\n",
-                 reason);
-  }
-  void Run() {
-    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
-    for (;;) {
-      {
-        MutexLock lock(&mu_);
-        if (queue_.empty() && !stop_) {
-          cv_.WaitUntil(&mu_,
-                        std::chrono::steady_clock::now() + kBackgroundTick);
-        }
-        if (stop_) return;
-      }
-      RunOnce();
-    }
-  }
-  // At exit: the thread ends before static objects are destroyed.
-  void Stop() {
-    {
-      MutexLock lock(&mu_);
-      stop_ = true;
-      cv_.SignalAll();
-    }
-    if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) {
-      thread_.join();
-    }
-  }
-
-  Mutex mu_;
-  CondVar cv_;
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::function<void()>> ticks_ ABSL_GUARDED_BY(mu_);
-  bool started_ ABSL_GUARDED_BY(mu_) = false;
-  bool running_ ABSL_GUARDED_BY(mu_) = false;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
-  std::atomic<uint64_t> progress_{0};
-  std::atomic<double> cpu_ns_{0};
+struct Background {
+  Mutex mu;
+  CondVar cv;
+  std::deque<std::function<void()>> queue ABSL_GUARDED_BY(mu);
+  std::vector<std::function<void()>> ticks ABSL_GUARDED_BY(mu);
+  bool started ABSL_GUARDED_BY(mu) = false;
+  bool running ABSL_GUARDED_BY(mu) = false;
+  bool stop ABSL_GUARDED_BY(mu) = false;
+  std::thread thread;
 };
+
+Background& Get() {
+  static Background* const b = new Background();  // outlives every call
+  return *b;
+}
+
+void Run() {
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+  Background& b = Get();
+  for (;;) {
+    {
+      MutexLock lock(&b.mu);
+      if (b.queue.empty() && !b.stop) {
+        b.cv.WaitUntil(&b.mu,
+                       std::chrono::steady_clock::now() + kBackgroundTick);
+      }
+      if (b.stop) return;
+    }
+    RunBackgroundOnce();
+  }
+}
+
+// At exit: the thread ends before static objects are destroyed.
+void Stop() {
+  Background& b = Get();
+  {
+    MutexLock lock(&b.mu);
+    b.stop = true;
+    b.cv.SignalAll();
+  }
+  if (b.thread.joinable() && b.thread.get_id() != std::this_thread::get_id())
+    b.thread.join();
+}
+
+void Failed(const char* reason) {
+  if (failures.fetch_add(1) != 0) return;
+  std::fprintf(stderr,
+               "arenarpc: cannot start the background thread (%s); "
+               "running without it (GrpcStats::background_thread_failures)\n",
+               reason);
+}
+
+// Lazily, from the first task: a call thread, where nothing may throw.
+bool Start(Background& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu) {
+  if (b.started) return b.running;
+  b.started = true;
+  try {
+    if (BackgroundThreadStarter start = starter.load()) {
+      start(&Run);
+    } else {
+      b.thread = std::thread(&Run);
+      std::atexit(&Stop);
+    }
+    b.running = true;
+  } catch (const std::exception& e) {
+    Failed(e.what());
+  } catch (...) {
+    Failed("unknown error");
+  }
+  return b.running;
+}
 
 }  // namespace
 
 bool PostBackground(std::function<void()> task) {
-  return Background::Get().Post(std::move(task));
+  Background& b = Get();
+  MutexLock lock(&b.mu);
+  if (!Start(b) || b.queue.size() >= kMaxQueued) return false;
+  b.queue.push_back(std::move(task));
+  progress.fetch_add(1, std::memory_order_relaxed);
+  b.cv.Signal();
+  return true;
 }
+
 void AddBackgroundTick(std::function<void()> tick) {
-  Background::Get().AddTick(std::move(tick));
+  Background& b = Get();
+  MutexLock lock(&b.mu);
+  b.ticks.push_back(std::move(tick));
+  Start(b);
 }
-uint64_t BackgroundProgress() { return Background::Get().progress(); }
-double BackgroundCpuNs() { return Background::Get().cpu_ns(); }
+
+void RunBackgroundOnce() {
+  Background& b = Get();
+  for (;;) {
+    std::function<void()> task;
+    {
+      MutexLock lock(&b.mu);
+      if (b.queue.empty()) break;
+      task = std::move(b.queue.front());
+      b.queue.pop_front();
+    }
+    task();
+    progress.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::vector<std::function<void()>> ticks;
+  {
+    MutexLock lock(&b.mu);
+    ticks = b.ticks;
+  }
+  for (auto& tick : ticks) tick();
+  thread_cpu_ns.store(ThreadCpuNs(), std::memory_order_relaxed);
+}
+
+uint64_t BackgroundProgress() {
+  return progress.load(std::memory_order_relaxed);
+}
+double BackgroundCpuNs() {
+  return thread_cpu_ns.load(std::memory_order_relaxed);
+}
 uint64_t BackgroundThreadFailures() { return failures.load(); }
 void SetBackgroundThreadStarterForTesting(BackgroundThreadStarter s) {
   starter.store(s);
 }
-void RunBackgroundOnce() { Background::Get().RunOnce(); }
 
 }  // namespace arenarpc::internal

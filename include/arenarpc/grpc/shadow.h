@@ -10,26 +10,21 @@
 //   #include "arenarpc/grpc/stats.h"
 //   for (const auto& m : arenarpc::GetGrpcStats().shadow_methods) { ... }
 //
-// A random 1 in `sample_one_in` calls is measured (arenarpc/mode_chooser.h,
-// arenarpc/cost_probe.h): its request and response are serialized on
-// the call's thread and parsed again in each mode on the library's
-// background thread, off the request path. Per method,
-// GetGrpcStats().shadow_methods (arenarpc/grpc/stats.h) then shows the cost per
-// mode, the mode that would be cheaper and the estimated saving per call. It
-// never waits: samples that do not fit the bounded queue, or would take
-// measuring over `max_cpu_share` of the process's CPU, are dropped (counted).
-// With `capture_dir`, sampled requests are also written as
-// <capture_dir>/<method>/NNNNNN.bin (request type in
-// <capture_dir>/<method>/TYPE) for arenarpc_advise (docs/ADVISE.md); a
-// write error stops capturing for that method (counted in capture_errors).
-// `max_cpu_share` is process-wide (one background thread for every method):
-// when installs ask for different shares, the largest wins. It is separate
-// from kAuto's learning budget (ServerOptions::automatic): neither raises
-// the other, and shadow's measurements never feed kAuto's decision.
+// A sampled call's request and response are serialized on its thread and
+// parsed again in each mode on the library's background thread
+// (arenarpc/cost_probe.h, arenarpc/mode_chooser.h); per method,
+// GetGrpcStats().shadow_methods shows the cost per mode, the cheaper mode
+// and the saving per call. It never waits: samples that do not fit the
+// bounded queue, or would take measuring over `max_cpu_share` of the
+// process's CPU, are dropped (counted). With `capture_dir`, sampled
+// requests are also written as <capture_dir>/<method>/NNNNNN.bin (the type
+// in <capture_dir>/<method>/TYPE) for arenarpc_advise (docs/ADVISE.md); a
+// write error stops capturing for that method (capture_errors).
+// `max_cpu_share` is process-wide (when installs differ, the largest wins)
+// and separate from kAuto's budget; shadow never feeds kAuto's decision.
 //
 // Thread safety: a plain options struct, copied by the install.
-// Lifetime: a measured method's meter lives as long as the process (see
-// arenarpc/grpc/allocators.h, "Lifetime").
+// Lifetime: a measured method's meter lives as long as the process.
 #ifndef ARENARPC_GRPC_SHADOW_H_
 #define ARENARPC_GRPC_SHADOW_H_
 
@@ -38,7 +33,6 @@
 
 namespace arenarpc {
 
-// Shadow measurement, off by default.
 struct ShadowOptions {
   int sample_one_in = 0;        // 0: off; N: a random 1 in N calls measured
   double max_cpu_share = 0.01;  // measuring CPU / the process's

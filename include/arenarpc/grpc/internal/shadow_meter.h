@@ -1,7 +1,7 @@
 // Internal: shadow measurement (arenarpc/grpc/shadow.h) on the call path: a
 // random 1 in sample_one_in calls is serialized when gRPC releases it and
-// parsed again in every mode on the background thread. Defined in
-// src/grpc/shadow_meter.cc. It never feeds kAuto's decision. Not a public
+// parsed again in every mode on the background thread
+// (src/grpc/shadow_meter.cc). It never feeds kAuto's decision. Not a public
 // API.
 //
 // Thread safety: a ShadowMeter is used by every call of its method at once;
@@ -13,6 +13,7 @@
 #include <google/protobuf/message.h>
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,25 +37,22 @@ class SampleBytes {
   SampleBytes() = default;
   explicit SampleBytes(std::string bytes) : heap_(std::move(bytes)) {}
   static SampleBytes Of(const google::protobuf::Message& message);
-  SampleBytes(SampleBytes&& o) noexcept { *this = std::move(o); }
-  SampleBytes& operator=(SampleBytes&& o) noexcept;
-  SampleBytes(const SampleBytes&) = delete;
-  SampleBytes& operator=(const SampleBytes&) = delete;
-  ~SampleBytes() { Unmap(); }
 
   std::string_view view() const {
-    return mapped_ != nullptr ? std::string_view(mapped_, size_) : heap_;
+    return mapped()
+               ? std::string_view(mapped_.get(), mapped_.get_deleter().size)
+               : heap_;
   }
   size_t size() const { return view().size(); }
   bool mapped() const { return mapped_ != nullptr; }
 
  private:
-  void Unmap();
-
+  struct Unmap {
+    size_t size, map_size;  // of the bytes, of the mapping (whole pages)
+    void operator()(char* p) const;
+  };
   std::string heap_;
-  char* mapped_ = nullptr;
-  size_t size_ = 0;         // of the bytes in mapped_
-  size_t mapped_size_ = 0;  // of the mapping (whole pages)
+  std::unique_ptr<char, Unmap> mapped_;
 };
 
 class ShadowMeter {
@@ -79,7 +77,6 @@ class ShadowMeter {
   bool SubmitBytes(SampleBytes request, SampleBytes response);
 
   struct State;
-  State& state() const { return *state_; }
 
  private:
   State* const state_;  // never destroyed
@@ -87,34 +84,30 @@ class ShadowMeter {
 
 // A holder's part in a sampled call (none when `meter` is null): the
 // request's bytes are taken at release, or just before the handler frees
-// it early.
+// it early. Each returns the CPU it spent (ns), which a timed call leaves
+// out.
 class SampledCall {
  public:
   explicit SampledCall(ShadowMeter* meter) : meter_(meter) {}
-  // Each returns the CPU it spent (ns), which a timed call leaves out.
   double BeforeFreeRequest(const google::protobuf::Message& request) {
     if (meter_ == nullptr) return 0;
     const double start = ThreadCpuNs();
-    freed_request_ = SampleBytes::Of(request);
-    cpu_ns_ = ThreadCpuNs() - start;
-    return cpu_ns_;
+    request_ = SampleBytes::Of(request);
+    return cpu_ns_ = ThreadCpuNs() - start;
   }
   double AtRelease(const google::protobuf::Message* request,
                    const google::protobuf::Message& response) {
     if (meter_ == nullptr) return 0;
     const double start = ThreadCpuNs();
-    if (request != nullptr) {
-      SampleBytes bytes = SampleBytes::Of(*request);
-      meter_->Submit(std::move(bytes), response, ThreadCpuNs() - start);
-    } else if (freed_request_.has_value()) {
-      meter_->Submit(std::move(*freed_request_), response, cpu_ns_);
-    }
+    if (request != nullptr) BeforeFreeRequest(*request);
+    if (request_.has_value())
+      meter_->Submit(std::move(*request_), response, cpu_ns_);
     return ThreadCpuNs() - start;
   }
 
  private:
   ShadowMeter* const meter_;
-  std::optional<SampleBytes> freed_request_;
+  std::optional<SampleBytes> request_;  // taken, not yet submitted
   double cpu_ns_ = 0;
 };
 
