@@ -2,6 +2,7 @@
 
 #include <google/protobuf/arena.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <new>
 
@@ -42,8 +43,7 @@ void* MonotonicPageResource::do_allocate(size_t bytes, size_t alignment) {
   const size_t page_size = pool_.page_size();
   if (bytes + alignment + sizeof(Page) > page_size / 2) {
     // Large: own heap block, header stored in front of the aligned payload.
-    const size_t align =
-        alignment < alignof(Large) ? alignof(Large) : alignment;
+    const size_t align = std::max(alignment, alignof(Large));
     const size_t header = (sizeof(Large) + align - 1) & ~(align - 1);
     const size_t size = header + bytes;
     void* block = ::operator new(size, std::align_val_t(align));

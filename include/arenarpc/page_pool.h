@@ -96,9 +96,9 @@ class PagePool final {
 
   // Unmaps the pages of every thread cache unused for `idle_for` and
   // returns the bytes unmapped. Idleness is observed across calls (the fast
-  // path keeps no clock): call it periodically (e.g. every idle_for / 2).
-  // Zero: every cache not in use at this instant. The depot is not
-  // touched. Never waits for another thread (a cache in use is skipped).
+  // path keeps no clock): called every idle_for / 2, a cache goes within
+  // idle_for + two periods of its last use. Zero: every cache not in use
+  // now. The depot is not touched; never waits for another thread.
   size_t ReleaseIdleCaches(std::chrono::milliseconds idle_for);
 
  private:

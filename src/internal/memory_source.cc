@@ -24,10 +24,7 @@ constinit std::atomic<void (*)(void*, size_t)> unmap_fn{&Unmap};
 MemorySource DefaultMemorySource() { return {&Map, &Unmap}; }
 
 MemorySource SetMemorySourceForTesting(MemorySource source) {
-  MemorySource old;
-  old.map = map_fn.exchange(source.map);
-  old.unmap = unmap_fn.exchange(source.unmap);
-  return old;
+  return {map_fn.exchange(source.map), unmap_fn.exchange(source.unmap)};
 }
 
 void* MapMemory(size_t len) {
