@@ -118,6 +118,8 @@ union DefaultObjectPool {
   ~DefaultObjectPool() {}
   ObjectPool<T> pool;
 };
+template <class T>
+constinit inline DefaultObjectPool<T> default_object_pool;
 }  // namespace internal
 
 template <class T>
@@ -135,7 +137,7 @@ class ObjectPool {
 
   // The per-type pool, with default options and the fastest path. Free to
   // call (a constant address), never destroyed.
-  static ObjectPool& Default();
+  static ObjectPool& Default() { return internal::default_object_pool<T>.pool; }
 
   // Constructs a T from `args` in pooled memory. Throws std::bad_alloc if the
   // OS refuses memory; if T's constructor throws, the slot goes back.
@@ -228,16 +230,6 @@ class ObjectPool {
   ARENARPC_TLS_MODEL static inline thread_local constinit internal::ThreadCache
       default_cache_;
 };
-
-namespace internal {
-template <class T>
-constinit inline DefaultObjectPool<T> default_object_pool;
-}  // namespace internal
-
-template <class T>
-ObjectPool<T>& ObjectPool<T>::Default() {
-  return internal::default_object_pool<T>.pool;
-}
 
 }  // namespace arenarpc
 

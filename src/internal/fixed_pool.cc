@@ -500,9 +500,8 @@ void FixedPool::DebugCheckReturnable(const void* p) const {
 void FixedPool::DebugMark(const void* p, bool in_use) const {
   if (!has_bitmap_) return;
   BlockHeader* b = HeaderOf(p);
-  const size_t slot = (static_cast<size_t>(static_cast<const char*>(p) -
-                                           reinterpret_cast<const char*>(b)) -
-                       header_size_) /
+  const size_t slot = (static_cast<const char*>(p) -
+                       reinterpret_cast<char*>(b) - header_size_) /
                       stride_;
   const uint64_t mask = uint64_t{1} << (slot % 64);
   std::atomic<uint64_t>& word = b->in_use_bits()[slot / 64];

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <memory>
 #include <new>
-#include <thread>
 
 namespace arenarpc::internal {
 namespace {

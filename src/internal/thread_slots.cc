@@ -47,14 +47,12 @@ static thread_local ThreadExitHook exit_hook;
 ThreadSlots::Key ThreadSlots::Register(Owner* owner) {
   Registry& r = GetRegistry();
   MutexLock lock(&r.mu);
-  uint32_t index;
-  if (!r.free_indices.empty()) {
-    index = r.free_indices.back();
-    r.free_indices.pop_back();
-  } else {
-    index = static_cast<uint32_t>(r.entries.size());
+  if (r.free_indices.empty()) {
+    r.free_indices.push_back(static_cast<uint32_t>(r.entries.size()));
     r.entries.emplace_back();
   }
+  const uint32_t index = r.free_indices.back();
+  r.free_indices.pop_back();
   const uint64_t generation = r.next_generation++;
   r.entries[index] = {owner, generation, 0};
   return {index, generation};

@@ -14,11 +14,9 @@
 #ifndef ARENARPC_INTERNAL_FIXED_POOL_H_
 #define ARENARPC_INTERNAL_FIXED_POOL_H_
 
-#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <mutex>
 #include <vector>
 

@@ -13,12 +13,8 @@
 
 namespace arenarpc::internal {
 
-class ABSL_LOCKABLE Mutex {
+class ABSL_LOCKABLE Mutex {  // not copyable, as std::mutex
  public:
-  Mutex() = default;
-  Mutex(const Mutex&) = delete;
-  Mutex& operator=(const Mutex&) = delete;
-
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
   void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
   bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
