@@ -14,21 +14,15 @@
 //       service->RequestEcho(&ctx_, messages_.request(), &responder_, cq, cq,
 //                            this);
 //     }
-//     void Proceed() {   // the request tag: handle it
+//     void Proceed() {          // the request tag
 //       messages_.Arrived();    // kAuto: first, on the thread of NextTag
-//       grpc::Status late;
-//       if (echo.DeadlinePassed(ctx_, &late)) {   // no handler
-//         responder_.FinishWithError(late, this);
-//         return messages_.Answered(late);
-//       }
 //       Handle(*messages_.request(), messages_.response());
 //       responder_.Finish(*messages_.response(), grpc::Status::OK, this);
 //       messages_.Answered();   // kAuto: after Finish, same thread
 //     }
 //     // The Finish tag: delete this; the messages go back with it.
 //    private:
-//     // First, so destroyed last: gRPC holds the messages until its tags.
-//     arenarpc::CallMessages<EchoRequest, EchoResponse> messages_;
+//     arenarpc::CallMessages<EchoRequest, EchoResponse> messages_;  // first
 //     grpc::ServerContext ctx_;
 //     grpc::ServerAsyncResponseWriter<EchoResponse> responder_;
 //   };

@@ -28,16 +28,13 @@
 //   rpc->StartCall();
 //   rpc->Finish(queued.response(), &status, tag);
 //
-// gRPC requires a callback call's context, request and response to stay
-// valid until its callback has run: Then() moves them into the callback it
-// returns. The context is destroyed just before `done` runs (so `done`
-// cannot read trailing metadata or the peer: use a plain
-// grpc::ClientContext for that; why: docs/DESIGN_NOTES.md, "Clients: the
-// context goes first"), request, response and arena right after it (all
-// of them with the callback if gRPC drops it unrun). The
-// accessors return the same pointers after Then(), so Then() may share an
-// argument list with them; do not use them once the call may have
-// completed. With ARENARPC_DISABLE_ARENAS the arena is on the heap.
+// Then() moves the context, request and response into the callback it
+// returns (gRPC needs them until it has run). The context is destroyed just
+// before `done` runs, so `done` cannot read trailing metadata or the peer
+// (docs/DESIGN_NOTES.md, "Clients: the context goes first"); the rest right
+// after it, or with the callback if gRPC drops it unrun. The accessors keep
+// their pointers after Then() (it may share their argument list); do not
+// use them once the call may have completed.
 //
 // Thread safety: a ClientCall is used by one thread until Then(); `done`
 // runs on a gRPC thread. Lifetime: pools passed in must outlive the call,

@@ -62,13 +62,10 @@ MethodInstall Served(std::string_view method, ServerApi api,
 MethodInstall NotServed(std::string_view method, std::string reason,
                         bool unary = true);
 
-// What an install of `method` ("pkg.Service/Method", or TypePairName) gets
-// from `options`: for kAuto, or with shadow measurement, `metered`, one
-// per method and mode, so each method is measured, chosen for and labelled
-// on its own; else a fixed mode's process-wide allocator (none for a
-// streaming method: it has no allocator hook). Installing the same method
-// again with the same options shares `metered`; with other options it is
-// refused, loudly: no allocator, and the report says why.
+// What an install of `method` ("pkg.Service/Method", or TypePairName) gets:
+// for kAuto or shadow measurement `metered`, one per method and mode (shared
+// by installs with the same options, refused to others: no allocator, the
+// report says why); else a fixed mode's allocator (none for a stream).
 template <class Req, class Resp>
 struct AllocatorChoice {
   ::grpc::MessageAllocator<Req, Resp>* allocator = nullptr;

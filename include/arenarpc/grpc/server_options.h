@@ -56,13 +56,10 @@ struct AutoOptions {
   bool save_decisions = true;
 };
 
-// Giving memory back after a burst (off by default): once no call was
-// allocated, no streamed message handed out and the library's background
-// thread did no work for idle_ms, that thread trims once per idle period:
-// the registered MessagePools' idle instances, every thread's pooled arenas
-// and page cache, the page pool's depot and, with glibc, malloc_trim(0)
-// (docs/OPERATE.md, "Memory"). If the background thread cannot start,
-// there is no trimming: GrpcStats::background_thread_failures.
+// Giving memory back after a burst: after idle_ms without calls, streamed
+// messages or background work, the background thread trims the pools,
+// arenas, page caches and (glibc) the heap once (docs/OPERATE.md, "Memory";
+// none if that thread cannot start: GrpcStats::background_thread_failures).
 struct IdleTrimOptions {
   int idle_ms = 0;  // 0: off
 };

@@ -1,8 +1,5 @@
-// Pooled arenas for the messages of one gRPC stream.
-//
-// gRPC has no allocator hook for streaming methods: reactors pass their own
-// message pointers to StartRead()/StartWrite(). A StreamArena gives those
-// messages pooled arena memory that is recycled between messages:
+// Pooled arenas, recycled between messages, for the messages a stream's
+// reactor passes to StartRead()/StartWrite() (gRPC has no allocator hook):
 //
 //   class EchoStreamReactor : public grpc::ServerBidiReactor<Req, Resp> {
 //     void Next() {
@@ -26,12 +23,9 @@
 //     arenarpc::StreamMessage<Resp> response_;
 //   };
 //
-// Messages are made on the current "generation", a pooled ScopedArena.
-// Create() on a generation with no live message first gives it back to the
-// pool and takes a fresh one (a ping-pong stream reuses one arena's pages
-// per message); while messages overlap, a generation past `recycle_bytes`
-// is replaced and released with its last message. Memory is bounded by the
-// messages alive at once, not by the length of the stream.
+// Messages are made on the current "generation", a pooled ScopedArena,
+// replaced when it has no live message or (messages overlapping) holds
+// `recycle_bytes`: memory is bounded by the messages alive at once.
 //
 // Thread safety: Create() and dropping StreamMessages may happen concurrently
 // (a bidi reactor's OnReadDone and OnWriteDone can run on two threads); a

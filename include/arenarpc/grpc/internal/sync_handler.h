@@ -34,10 +34,8 @@ struct SyncSlot {
 };
 SyncSlot FindSyncSlot(::grpc::Service* service, std::string_view method);
 
-// A call from Deserialize to RunHandler, by call (gRPC's sync server gives
-// RunHandler no handler_data): its holder with the request parsed, or the
-// request's bytes. TakeCall: {} if none is parked. ParkedHolders(): calls
-// between the two now.
+// A call parked from Deserialize to RunHandler (which gets no handler_data):
+// its holder, request parsed, or the request's bytes. TakeCall: {} if none.
 struct ParkedCall {
   void* holder = nullptr;
   grpc_byte_buffer* payload = nullptr;
@@ -128,10 +126,9 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
             holder->request(), holder->response());
       });
     }
-    // As gRPC's own sync handler: the request is freed before the response
-    // is serialized, which reuses its memory (docs/DESIGN.md).
+    // As gRPC's own handler: the request is freed before the response is
+    // serialized (and sent: the helper waits), which reuses its memory.
     holder->RequestDone();
-    // Sends and waits until sent: the response is serialized by then.
     ::grpc::internal::UnaryRunHandlerHelper(
         param, static_cast<google::protobuf::MessageLite*>(holder->response()),
         status);
@@ -145,9 +142,8 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
   }
 
  private:
-  // Where the request is parsed: in Deserialize until a call showed
-  // whether the server has interceptors, then in RunHandler if it has none
-  // (for good in Deserialize once one server of this method has some).
+  // Where the request is parsed: in Deserialize until a call showed whether
+  // there are interceptors (then for good once any server has some).
   enum : int { kParseUnknown, kParseInRunHandler, kParseInDeserialize };
 
   void LearnWhereToParse(const HandlerParameter& param) {
