@@ -35,7 +35,6 @@
 #include <vector>
 
 #include "arenarpc/grpc/install_result.h"
-#include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/kill_switch.h"
 #include "arenarpc/message_pool.h"
 #include "arenarpc/metrics.h"  // GetMessagePoolStats, RegisterMessagePoolStats
