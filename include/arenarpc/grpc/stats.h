@@ -35,7 +35,6 @@
 #include <vector>
 
 #include "arenarpc/grpc/install_result.h"
-#include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/kill_switch.h"
 #include "arenarpc/message_pool.h"
 #include "arenarpc/metrics.h"  // GetMessagePoolStats, RegisterMessagePoolStats
@@ -130,9 +129,8 @@ struct ServedMethodStats {
   ServerApi api = ServerApi::kSync;
   AllocationMode installed = AllocationMode::kArena;  // kill switch applied
   AllocationMode mode = AllocationMode::kArena;       // calls run in it now
-  // Calls answered DEADLINE_EXCEEDED because their deadline had passed:
-  // on the sync API before their request was parsed, on the async API
-  // before their handler (AsyncMethod::DeadlinePassed).
+  // Calls answered DEADLINE_EXCEEDED, their deadline passed: sync, before
+  // their request was parsed; async, before their handler (DeadlinePassed).
   uint64_t shed_deadline = 0;
 };
 std::vector<ServedMethodStats> GetServedMethodStats();
@@ -150,8 +148,7 @@ struct GrpcStats {
   uint64_t over_cap_trims = 0;
   uint64_t idle_trims = 0;  // ServerOptions::idle_trim: trims done
   std::vector<ServedMethodStats> methods;  // every served method
-  // Sync methods' calls received and not yet handled now (0 at rest).
-  uint64_t sync_parked = 0;
+  uint64_t sync_parked = 0;  // sync calls received, not yet handled (0 at rest)
   // The background thread (idle trimming, kAuto's memory releases and
   // decision saves, shadow) could not start (e.g. the thread limit): that
   // work is not done; calls are served as usual. Logged once to stderr.

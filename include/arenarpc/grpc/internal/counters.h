@@ -9,11 +9,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <string>
 
 #include "arenarpc/allocation_mode.h"
-#include "arenarpc/message_pool.h"
-#include "arenarpc/metrics.h"
 
 namespace arenarpc::internal {
 
