@@ -15,8 +15,8 @@
 // Overload and idle memory (docs/OPERATE.md): at most
 // --max_concurrent_streams calls per connection, gRPC's buffers under
 // --resource_quota_mb (and, on the sync API, its threads under
-// --max_threads, off by default), pooled memory under --max_pooled_mb (then heap
-// messages), and after --idle_trim_ms without calls the pools and the heap
+// --max_threads, off by default), pooled memory under --max_pooled_mb (then
+// heap messages), and after --idle_trim_ms without calls the pools and the heap
 // give memory back.
 //
 // Server reflection and the standard health service are on, so grpcurl and

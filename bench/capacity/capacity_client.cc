@@ -81,9 +81,9 @@ using arenarpc::capacity::LatencyHistogram;
 
 struct Window {
   std::mutex mu;
-  LatencyHistogram ok_us;  // latency of OK calls, from the intended time
+  LatencyHistogram ok_us;       // latency of OK calls, from the intended time
   uint64_t ok_in_deadline = 0;  // OK within the deadline of the intended time
-  uint64_t sent = 0;       // set by the sender thread only
+  uint64_t sent = 0;            // set by the sender thread only
   uint64_t late = 0;
   uint64_t not_started = 0;
   std::map<int, uint64_t> failed;  // by status code
@@ -327,7 +327,8 @@ int main(int argc, char** argv) {
   std::printf(
       "result {\"rate\":%.3f,\"seconds\":%.3f,\"warmup_s\":%.3f,"
       "\"channels\":%zu,\"request_bytes\":%zu,\"sent\":%llu,\"ok\":%llu,"
-      "\"ok_in_deadline\":%llu,\"failed\":%llu,\"failed_by_code\":{%s},\"not_started\":%llu,"
+      "\"ok_in_deadline\":%llu,\"failed\":%llu,\"failed_by_code\":{%s},\"not_"
+      "started\":%llu,"
       "\"late\":%llu,%s,\"ok_per_s\":%.2f,\"response_bytes\":%llu,"
       "\"client_cpu_s\":%.4f,\"client_cpu_total_s\":%.4f,\"wall_s\":%.3f,"
       "\"client_cpu_share\":%.4f,\"client_run_delay_share\":%.4f}\n",
