@@ -25,10 +25,11 @@ share, the client's own CPU share and late starts (a starved client shows
 there). Medians over rounds; configurations interleaved, rotated each
 round.
 
-  bench/reliability/overload.py --build build/release --targets echo --api sync \\
-      --out docs/raw/overload/echo_sync            # 6 configurations, 3 rounds
+  bench/reliability/overload.py --build build/rel --targets echo --api sync \\
+      --out DIR            # 6 configurations, 3 rounds: 18.5 min here
+  tar -xJf docs/raw/capacity/data.tar.xz -C /tmp/cap    # capacity.py's runs
   bench/reliability/overload.py --targets otlp_logs,horaedb_write --api callback \\
-      --capacity_from docs/raw/capacity/capacity_otlp_logs_callback.json
+      --capacity_from '/tmp/cap/capacity_{target}_{api}.json'
   bench/reliability/overload.py --smoke           # tests: tiny steps
 
 Output in --out: overload_<target>_<api>.json (every step), .md (the
@@ -383,26 +384,20 @@ def parse_args():
     p.add_argument("--loads", default="1,1.5,2,3", help="multiples of each configuration's capacity")
     p.add_argument("--abs_of_plain", type=float, default=2.0, help="the absolute load: this times plain's capacity")
     p.add_argument("--abs_rate", type=float, default=0, help="the absolute load in calls/s (0: --abs_of_plain)")
-    p.add_argument("--burst_s", type=float, default=6, help="measured seconds per load")
+    p.add_argument("--burst_s", type=float, default=4, help="measured seconds per load")
     p.add_argument("--burst_warmup_s", type=float, default=1, help="seconds at the load's rate before them")
     p.add_argument("--warmup_s", type=float, default=2, help="each fresh server's warm-up, at half the capacity")
     p.add_argument("--deadline_ms", type=int, default=1000)
-    p.add_argument("--capacity_from", default="", help="capacity.py's or this script's json: no search")
+    p.add_argument("--capacity_from", default="",
+                   help="capacity.py's or this script's json ({target} and {api} replaced): no search")
     p.add_argument("--knob_streams", type=int, default=16, help="plain+knobs: max concurrent streams per connection")
     p.add_argument("--knob_threads", type=int, default=16, help="plain+knobs on sync: the ResourceQuota's threads")
     p.add_argument("--no_stats", action="store_true", help="never send SIGUSR1 (a server without the handler)")
-    # The capacity search (capacity.py's, shorter by default).
-    p.add_argument("--objective_ms", type=float, default=20.0)
-    p.add_argument("--step_s", type=float, default=3.0)
-    p.add_argument("--step_warmup_s", type=float, default=1.0)
-    p.add_argument("--unloaded_rate", type=float, default=20.0)
-    p.add_argument("--unloaded_s", type=float, default=2.0)
-    p.add_argument("--start_rate", type=float, default=0)
-    p.add_argument("--factor", type=float, default=1.25)
-    p.add_argument("--bisect", type=int, default=1)
-    p.add_argument("--max_rate", type=float, default=20000)
-    p.add_argument("--max_steps", type=int, default=10)
-    p.add_argument("--stall_cpu_share", type=float, default=0.6)
+    # The capacity search: capacity.py's flags, shorter steps by default.
+    for name, default in (("objective_ms", 20.0), ("step_s", 2.0), ("step_warmup_s", 1.0), ("unloaded_rate", 20.0),
+                          ("unloaded_s", 2.0), ("start_rate", 0.0), ("factor", 1.25), ("bisect", 1),
+                          ("max_rate", 20000.0), ("max_steps", 10), ("stall_cpu_share", 0.6)):
+        p.add_argument(f"--{name}", type=type(default), default=default, help="capacity.py's")
     p.add_argument("--channels", type=int, default=4)
     p.add_argument("--server_args", default="", help="extra corpus server flags, space separated")
     p.add_argument("--echo_scale", type=int, default=100)
@@ -431,7 +426,8 @@ def run_target(args, name, configs):
         results, run_args = kept["results"], kept["args"]
     else:
         state = {"caps": {}, "abs_rate": args.abs_rate or None,
-                 "file": load_capacities(args.capacity_from) if args.capacity_from else None}
+                 "file": (load_capacities(args.capacity_from.format(target=name, api=args.api))
+                          if args.capacity_from else None)}
         if state["file"] is not None and not state["abs_rate"] and "plain" in state["file"]:
             state["abs_rate"] = args.abs_of_plain * statistics.median(state["file"]["plain"].values())
         log(f"[overload] {name} on the {args.api} API: {target[4]} B request, {','.join(configs)}, "
