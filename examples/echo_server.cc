@@ -14,8 +14,9 @@
 //
 // Overload and idle memory (docs/OPERATE.md): at most
 // --max_concurrent_streams calls per connection, gRPC's buffers under
-// --resource_quota_mb, pooled memory under --max_pooled_mb (then heap
-// messages), and after --idle_trim_ms without calls the pools and the heap
+// --resource_quota_mb (and, on the sync API, its threads under
+// --max_threads, off by default), pooled memory under --max_pooled_mb (then
+// heap messages), and after --idle_trim_ms without calls the pools and the heap
 // give memory back.
 //
 // Server reflection and the standard health service are on, so grpcurl and
@@ -69,6 +70,9 @@ ABSL_FLAG(int, max_concurrent_streams, 32,
           "default, unlimited)");
 ABSL_FLAG(int, resource_quota_mb, 256,
           "gRPC's memory quota for its buffers (0: unlimited)");
+ABSL_FLAG(int, max_threads, 0,
+          "--api=sync: the resource quota's thread limit; with every thread "
+          "busy a call is answered RESOURCE_EXHAUSTED (0: no limit)");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, time given to calls in flight");
 ABSL_FLAG(bool, print_stats, true,
@@ -137,10 +141,16 @@ int main(int argc, char** argv) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                                absl::GetFlag(FLAGS_max_concurrent_streams));
   }
-  if (absl::GetFlag(FLAGS_resource_quota_mb) > 0) {
+  if (absl::GetFlag(FLAGS_resource_quota_mb) > 0 ||
+      absl::GetFlag(FLAGS_max_threads) > 0) {
     grpc::ResourceQuota quota("arenarpc_echo_server");
-    quota.Resize(static_cast<size_t>(absl::GetFlag(FLAGS_resource_quota_mb))
-                 << 20);
+    if (absl::GetFlag(FLAGS_resource_quota_mb) > 0) {
+      quota.Resize(static_cast<size_t>(absl::GetFlag(FLAGS_resource_quota_mb))
+                   << 20);
+    }
+    if (absl::GetFlag(FLAGS_max_threads) > 0) {
+      quota.SetMaxThreads(absl::GetFlag(FLAGS_max_threads));
+    }
     builder.SetResourceQuota(quota);
   }
   builder.RegisterService(&service);

@@ -12,9 +12,10 @@
 //       --warmup_s=1
 //   -> one line per window ("window 3 sent 400 ok 400 failed 0 late 0
 //      p50_us ... p99.9_us ..."), then "result {json}" over the measured
-//      windows (after --warmup_s): sent, ok, failed (by status), not_started,
-//      late, p50/p90/p99/p99.9/max, the client's CPU (getrusage) and its
-//      share of one core.
+//      windows (after --warmup_s): sent, ok, ok_in_deadline (OK within
+//      --deadline_ms of the intended send time: goodput), failed (by
+//      status), not_started, late, p50/p90/p99/p99.9/max, the client's CPU
+//      (getrusage) and its share of one core.
 //
 // Design: one sender thread sleeps until each call's intended time
 // (t0 + i / rate) and starts it with the callback API (GenericStub's
@@ -80,8 +81,9 @@ using arenarpc::capacity::LatencyHistogram;
 
 struct Window {
   std::mutex mu;
-  LatencyHistogram ok_us;  // latency of OK calls, from the intended time
-  uint64_t sent = 0;       // set by the sender thread only
+  LatencyHistogram ok_us;       // latency of OK calls, from the intended time
+  uint64_t ok_in_deadline = 0;  // OK within the deadline of the intended time
+  uint64_t sent = 0;            // set by the sender thread only
   uint64_t late = 0;
   uint64_t not_started = 0;
   std::map<int, uint64_t> failed;  // by status code
@@ -186,6 +188,9 @@ int main(int argc, char** argv) {
   const std::string method = absl::GetFlag(FLAGS_method);
   const auto deadline =
       std::chrono::milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  // A late start can push an OK call past its deadline counted from the
+  // intended time: not goodput.
+  const int64_t deadline_us = int64_t{absl::GetFlag(FLAGS_deadline_ms)} * 1000;
   const auto late_after =
       std::chrono::microseconds(absl::GetFlag(FLAGS_late_us));
   const int64_t max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
@@ -267,6 +272,7 @@ int main(int argc, char** argv) {
             std::lock_guard<std::mutex> lock(call->window->mu);
             if (status.ok()) {
               call->window->ok_us.Record(static_cast<uint64_t>(us));
+              if (us <= deadline_us) ++call->window->ok_in_deadline;
             } else {
               ++call->window->failed[status.error_code()];
             }
@@ -289,7 +295,7 @@ int main(int argc, char** argv) {
   const double waited = RunDelaySeconds() - wait_measured_start;
 
   LatencyHistogram all;
-  uint64_t sent = 0, late = 0, not_started = 0, failed = 0;
+  uint64_t sent = 0, late = 0, not_started = 0, failed = 0, in_deadline = 0;
   std::map<int, uint64_t> failed_by_code;
   for (size_t w = 0; w < num_windows; ++w) {
     Window& win = *windows[w];
@@ -308,6 +314,7 @@ int main(int argc, char** argv) {
     if (w == 0) continue;
     all.Merge(win.ok_us);
     sent += win.sent;
+    in_deadline += win.ok_in_deadline;
     late += win.late;
     not_started += win.not_started;
     failed += win_failed;
@@ -320,13 +327,15 @@ int main(int argc, char** argv) {
   std::printf(
       "result {\"rate\":%.3f,\"seconds\":%.3f,\"warmup_s\":%.3f,"
       "\"channels\":%zu,\"request_bytes\":%zu,\"sent\":%llu,\"ok\":%llu,"
-      "\"failed\":%llu,\"failed_by_code\":{%s},\"not_started\":%llu,"
+      "\"ok_in_deadline\":%llu,\"failed\":%llu,\"failed_by_code\":{%s},\"not_"
+      "started\":%llu,"
       "\"late\":%llu,%s,\"ok_per_s\":%.2f,\"response_bytes\":%llu,"
       "\"client_cpu_s\":%.4f,\"client_cpu_total_s\":%.4f,\"wall_s\":%.3f,"
       "\"client_cpu_share\":%.4f,\"client_run_delay_share\":%.4f}\n",
       rate, seconds, warmup_s, stubs.size(), request_bytes,
       static_cast<unsigned long long>(sent),
       static_cast<unsigned long long>(all.count()),
+      static_cast<unsigned long long>(in_deadline),
       static_cast<unsigned long long>(failed),
       absl::StrJoin(codes, ",").c_str(),
       static_cast<unsigned long long>(not_started),

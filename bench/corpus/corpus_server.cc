@@ -19,8 +19,10 @@
 // writes sampled requests for arenarpc_advise. Each handler walks the request
 // as a real handler would (the corpus walk), fills the corpus response and
 // finishes OK; nothing is printed per call. SIGTERM or SIGINT shuts the server
-// down and exits 0.
+// down and exits 0; SIGUSR1 prints arenarpc's stats (Prometheus text, ended
+// by "# end of stats") to stdout and keeps serving.
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
@@ -71,6 +73,12 @@ ABSL_FLAG(int, sync_min_pollers, 0,
 ABSL_FLAG(int, sync_max_pollers, 0,
           "--api=sync: gRPC's MAX_POLLERS (0: gRPC's default, 2); with the "
           "defaults gRPC's sync pool starts and ends threads under load");
+ABSL_FLAG(int, max_concurrent_streams, 0,
+          "gRPC's GRPC_ARG_MAX_CONCURRENT_STREAMS: calls in flight per "
+          "connection, more wait in the client (0: gRPC's default, no limit)");
+ABSL_FLAG(int, max_threads, 0,
+          "--api=sync: a grpc::ResourceQuota thread limit; with every thread "
+          "busy a call is answered RESOURCE_EXHAUSTED (0: no limit)");
 ABSL_FLAG(int, max_receive_bytes, 16 << 20,
           "largest request accepted (the corpus's largest is ~4 MB)");
 ABSL_FLAG(int, shadow_sample_one_in, 0,
@@ -298,6 +306,20 @@ ARENARPC_CORPUS_SYNC_IMPL(CortexSync, ::distributor::Distributor, Push,
                           "cortex_push");
 #undef ARENARPC_CORPUS_SYNC_IMPL
 
+// gRPC's own admission knobs, as a user tunes them (plain gRPC's overload
+// baseline): off unless asked for.
+void AddAdmissionLimits(grpc::ServerBuilder* builder) {
+  if (absl::GetFlag(FLAGS_max_concurrent_streams) > 0) {
+    builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                                absl::GetFlag(FLAGS_max_concurrent_streams));
+  }
+  if (absl::GetFlag(FLAGS_max_threads) > 0) {
+    grpc::ResourceQuota quota("arenarpc_corpus_server");
+    quota.SetMaxThreads(absl::GetFlag(FLAGS_max_threads));
+    builder->SetResourceQuota(quota);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -309,6 +331,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const std::string mode_name = absl::GetFlag(FLAGS_mode);
@@ -421,6 +444,7 @@ int main(int argc, char** argv) {
   builder.AddListeningPort(absl::StrCat(host, ":", absl::GetFlag(FLAGS_port)),
                            grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_bytes));
+  AddAdmissionLimits(&builder);
   if (absl::GetFlag(FLAGS_sync_min_pollers) > 0) {
     builder.SetSyncServerOption(grpc::ServerBuilder::MIN_POLLERS,
                                 absl::GetFlag(FLAGS_sync_min_pollers));
@@ -464,7 +488,11 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  while (sigwait(&signals, &signal_number) == 0 && signal_number == SIGUSR1) {
+    std::fputs(arenarpc::RenderPrometheusStats().c_str(), stdout);
+    std::fputs("# end of stats\n", stdout);
+    std::fflush(stdout);
+  }
   std::fprintf(stderr, "signal %d: shutting down\n", signal_number);
   server->Shutdown(
       std::chrono::system_clock::now() +
