@@ -59,14 +59,14 @@ def inprocess(build, rounds, inner, out):
         "In-process: parse + walk + destroy per request of each service's mix, median of "
         f"{rounds} runs x {inner} rounds. `plain` = heap parse under glibc (what gRPC does with "
         "no allocator); every other cell is a ratio to it (lower is better).", "",
-        "| service | mean request | plain us | plain+tcmalloc | plain+mimalloc | arena | reuse | "
+        "| service (mean request) | plain us | plain+tcmalloc | plain+mimalloc | arena | reuse | "
         "reuse ParseFrom | hand Clear() | arena+mimalloc | reuse / arena |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in services:
         base = med[(s, "glibc", "heap")]
         g = lambda a, m: med[(s, a, m)] / base
         lines.append(
-            f"| {s} | {sizes[s] / 1024:.1f} KiB | {base / 1000:.2f} | {g('tcmalloc', 'heap'):.2f} | "
+            f"| {s} ({sizes[s] / 1024:.1f} KiB) | {base / 1000:.2f} | {g('tcmalloc', 'heap'):.2f} | "
             f"{g('mimalloc', 'heap'):.2f} | {g('glibc', 'arena'):.2f} | {g('glibc', 'reuse'):.2f} | "
             f"{g('glibc', 'reuse_parsefrom'):.2f} | {g('glibc', 'clear'):.2f} | "
             f"{g('mimalloc', 'arena'):.2f} | {med[(s, 'glibc', 'reuse')] / med[(s, 'glibc', 'arena')]:.2f} |")
