@@ -33,6 +33,10 @@ ALLOCS = [("glibc", "arenarpc_corpus_bench"), ("tcmalloc", "arenarpc_corpus_benc
 MODES = ["heap", "arena", "reuse", "reuse_parsefrom", "clear"]
 
 
+def size(n):
+    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n:.0f} B"
+
+
 def inprocess(build, rounds, inner, out):
     rows = []
     for r in range(rounds):
@@ -57,7 +61,7 @@ def inprocess(build, rounds, inner, out):
     sizes = {row["service"]: row["mean_request_bytes"] for row in rows}
     lines = [
         "In-process: parse + walk + destroy per request of each service's mix, median of "
-        f"{rounds} runs x {inner} rounds. `plain` = heap parse under glibc (what gRPC does with "
+        f"{rounds} run{'s' if rounds > 1 else ''} x {inner} rounds. `plain` = heap parse under glibc (what gRPC does with "
         "no allocator); every other cell is a ratio to it (lower is better).", "",
         "| service (mean request) | plain us | plain+tcmalloc | plain+mimalloc | arena | reuse | "
         "reuse ParseFrom | hand Clear() | arena+mimalloc | reuse / arena |",
@@ -66,7 +70,7 @@ def inprocess(build, rounds, inner, out):
         base = med[(s, "glibc", "heap")]
         g = lambda a, m: med[(s, a, m)] / base
         lines.append(
-            f"| {s} ({sizes[s] / 1024:.1f} KiB) | {base / 1000:.2f} | {g('tcmalloc', 'heap'):.2f} | "
+            f"| {s} ({size(sizes[s])}) | {base / 1000:.2f} | {g('tcmalloc', 'heap'):.2f} | "
             f"{g('mimalloc', 'heap'):.2f} | {g('glibc', 'arena'):.2f} | {g('glibc', 'reuse'):.2f} | "
             f"{g('glibc', 'reuse_parsefrom'):.2f} | {g('glibc', 'clear'):.2f} | "
             f"{g('mimalloc', 'arena'):.2f} | {med[(s, 'glibc', 'reuse')] / med[(s, 'glibc', 'arena')]:.2f} |")
