@@ -5,14 +5,14 @@
 # (bench/capacity/arenarpc_capacity_client: latency from each call's intended
 # send time), per mode: plain gRPC, plain with mimalloc preloaded, and
 # arenarpc's arena, reuse and auto; p50/p90/p99, server CPU per call and peak
-# RSS, medians of 3 interleaved rounds; (2) capacity: the same server stepped
+# RSS, medians of 5 interleaved rounds; (2) capacity: the same server stepped
 # up by that client to the highest rate each mode sustains at p99 <= 20 ms,
 # confirmed on a fresh server, medians of 2 rounds (latency-load curves and
 # every column in out/capacity/; bench/capacity/README.md); (3) the corpus of
 # real third-party services in-process, every mode against plain parsing
-# under glibc, tcmalloc and mimalloc (out/corpus/inprocess.md).
-# About 15 minutes on 2 cores once built (latency ~3 min, capacity ~8 min,
-# corpus ~4 min).
+# under glibc, tcmalloc and mimalloc, medians of 3 runs (out/corpus/inprocess.md).
+# About 15 minutes on 2 cores once built (latency ~5 min, capacity ~8 min,
+# corpus ~3 min).
 #
 #   bash scripts/demo.sh            # the three parts above
 #   bash scripts/demo.sh --full     # regenerates docs/: the echo benchmark with ghz
@@ -49,7 +49,7 @@ fi
 modes=plain,plain+mimalloc,arena,reuse,auto
 echo "== 1/3 latency at a light load (the echo server, 100 calls/s) =="
 /usr/bin/python3 bench/capacity/capacity.py --build build/release --targets echo --modes "$modes" \
-  --light 100 --rounds 3 --step_s 8 --warmup_s 2 --out out/latency
+  --light 100 --rounds 5 --step_s 8 --warmup_s 2 --out out/latency
 echo
 echo "== 2/3 capacity (the echo server, the highest rate at p99 <= 20 ms) =="
 # 2 rounds: a capacity that one round fails to confirm (a stall on a fresh
@@ -59,4 +59,4 @@ echo "== 2/3 capacity (the echo server, the highest rate at p99 <= 20 ms) =="
   --out out/capacity
 echo
 echo "== 3/3 the corpus of real services, in-process =="
-/usr/bin/python3 bench/corpus/corpus.py --quick --skip-rpc --out out/corpus --docs out/corpus
+/usr/bin/python3 bench/corpus/corpus.py --quick --rounds 3 --skip-rpc --out out/corpus --docs out/corpus

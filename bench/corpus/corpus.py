@@ -134,7 +134,7 @@ def main():
     p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     p.add_argument("--out", default=os.path.join(ROOT, "out", "corpus"))
     p.add_argument("--docs", default=os.path.join(ROOT, "docs"), help="where the plots go")
-    p.add_argument("--rounds", type=int, default=5, help="in-process runs per allocator")
+    p.add_argument("--rounds", type=int, help="in-process runs per allocator (default 5; 1 with --quick)")
     p.add_argument("--rpc-rounds", type=int, default=3)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--skip-rpc", action="store_true")
@@ -149,7 +149,8 @@ def main():
                     "arenarpc_corpus_payload"] + [b for _, b in ALLOCS], check=True)
     rc = 0
     if not args.skip_inprocess:
-        med, services = inprocess(args.build, 1 if args.quick else args.rounds, 2 if args.quick else 5,
+        rounds = args.rounds or (1 if args.quick else 5)
+        med, services = inprocess(args.build, rounds, 2 if args.quick else 5,
                                   args.out)
         plot_inprocess(med, services, os.path.join(args.docs, "corpus_inprocess.png"))
     if not args.skip_rpc:
