@@ -11,8 +11,8 @@
 # every column in out/capacity/; bench/capacity/README.md); (3) the corpus of
 # real third-party services in-process, every mode against plain parsing
 # under glibc, tcmalloc and mimalloc, medians of 3 runs (out/corpus/inprocess.md).
-# About 15 minutes on 2 cores once built (latency ~5 min, capacity ~8 min,
-# corpus ~3 min).
+# About 15-19 minutes on 2 cores once built, the longer on cores that other
+# work shares (latency ~6 min, capacity ~8 min, corpus ~4 min).
 #
 #   bash scripts/demo.sh            # the three parts above
 #   bash scripts/demo.sh --full     # regenerates docs/: the echo benchmark with ghz
