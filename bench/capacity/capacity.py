@@ -24,7 +24,8 @@ from its CPU clock; the client's own CPU share from its getrusage.
 
   bench/capacity/capacity.py --targets otlp_logs --api callback \
       --out docs/raw/capacity --plot_dir docs             # one service, all modes
-  bench/capacity/capacity.py --targets echo --quick        # the demo's short run
+  bench/capacity/capacity.py --targets echo --quick        # 1 round of 3 s steps
+  bench/capacity/capacity.py --targets echo --light 100    # the tail at one light rate
   bench/capacity/capacity.py --smoke                       # tests: tiny steps
 
 Output in --out: capacity_<target>_<api>.json (every step, small) and .md
@@ -47,6 +48,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "rpc"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "corpus"))
 import corpus_rpc  # noqa: E402  (services(), payload())
 import rpc_common  # noqa: E402  (start_server, cpu_seconds, status_kib, pin, PRELOADS)
+from tables import brief_table, fmt, light_table, med  # noqa: E402
 
 ROOT = rpc_common.ROOT
 MODES = {  # name: (--mode, LD_PRELOAD)
@@ -421,30 +423,6 @@ def run_light(args, target, mode, rnd):
     return r
 
 
-def light_table(results, modes, title):
-    lines = [title, "", "| mode | p50 ms | p90 ms | p99 ms | p99.9 ms | p99 / plain | p99 / plain by round "
-             "| server CPU us/call | / plain |", "|---|---:|---:|---:|---:|---:|---|---:|---:|"]
-    plain = [r for r in results if r["mode"] == "plain"]
-    pp99 = med([r["p99_us"] for r in plain])
-    pcpu = med([r["server_cpu_us_per_call"] for r in plain])
-    for m in modes:
-        rs = [r for r in results if r["mode"] == m]
-        if not rs:
-            continue
-        by_round = [f"{r['p99_us'] / p['p99_us']:.2f}" for r in rs for p in plain if p["round"] == r["round"]]
-        p99 = med([r["p99_us"] for r in rs])
-        cpu = med([r["server_cpu_us_per_call"] for r in rs])
-        lines.append(f"| {m} | {med([r['p50_us'] for r in rs]) / 1000:.2f} | {med([r['p90_us'] for r in rs]) / 1000:.2f} "
-                     f"| {p99 / 1000:.2f} | {med([r['p99.9_us'] for r in rs]) / 1000:.2f} | {p99 / pp99:.2f} "
-                     f"| {' '.join(by_round)} | {cpu:.0f} | {cpu / pcpu:.2f} |")
-    return "\n".join(lines)
-
-
-def med(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else float("nan")
-
-
 def unconfirmed_by_old_rule(r):
     """A round of a run before the confirmation lowered its rate after a
     second starved try: every try at one rate, none passed. The server was
@@ -530,15 +508,15 @@ def table(rows, title, objective_ms, half_first_plain=True, stall_cpu_share=0.0,
             f"| {m} | {r['cap_confirmed']:.0f} | {ratio(r['cap_confirmed'], of('plain', 'cap_confirmed'))} "
             f"| {ratio(r['cap_confirmed'], of(best_pre, 'cap_confirmed'))} "
             f"| {' '.join(str(x) for x in r['cap_confirmed_rounds'])} "
-            f"| {r['cap_ratio_in_round']:.2f} ({' '.join(f'{x:.2f}' for x in r['cap_ratio_rounds'])}) "
+            f"| {fmt(r['cap_ratio_in_round'], '.2f')} ({' '.join(f'{x:.2f}' for x in r['cap_ratio_rounds'])}) "
             f"| {r['cap_rel']:.0f} | {ratio(r['cap_rel'], of('plain', 'cap_rel'))} | {r['unloaded_p50_ms']:.2f} "
-            f"| {r['half_p99_ms']:.2f} | {ratio(r['half_p99_ms'], of('plain', 'half_p99_ms'))} "
-            f"| {r['peak_rss_at_cap_mib']:.0f} | {ratio(r['peak_rss_at_cap_mib'], of('plain', 'peak_rss_at_cap_mib'))} "
-            f"| {r['half_peak_rss_mib']:.0f} | {ratio(r['half_peak_rss_mib'], of('plain', 'half_peak_rss_mib'))} "
-            f"| {r['server_cpu_at_cap']:.2f} ({r['server_waited_at_cap']:.2f}{other(r)}) "
-            f"| {r['server_cpu_us_per_call_at_cap']:.0f} "
+            f"| {fmt(r['half_p99_ms'], '.2f')} | {ratio(r['half_p99_ms'], of('plain', 'half_p99_ms'))} "
+            f"| {fmt(r['peak_rss_at_cap_mib'], '.0f')} | {ratio(r['peak_rss_at_cap_mib'], of('plain', 'peak_rss_at_cap_mib'))} "
+            f"| {fmt(r['half_peak_rss_mib'], '.0f')} | {ratio(r['half_peak_rss_mib'], of('plain', 'half_peak_rss_mib'))} "
+            f"| {fmt(r['server_cpu_at_cap'], '.2f')} ({fmt(r['server_waited_at_cap'], '.2f')}{other(r)}) "
+            f"| {fmt(r['server_cpu_us_per_call_at_cap'], '.0f')} "
             f"| {ratio(r['server_cpu_us_per_call_at_cap'], of('plain', 'server_cpu_us_per_call_at_cap'))} "
-            f"| {r['client_cpu_at_cap']:.2f} ({r['client_cpu_share_max']:.2f}) "
+            f"| {fmt(r['client_cpu_at_cap'], '.2f')} ({r['client_cpu_share_max']:.2f}) "
             f"| {r['steps_client_starved']}{f', {stalled}' if stall_cpu_share else ''} of "
             f"{r['steps'] + r['steps_client_starved'] + stalled} |")
     lines += ["", f"Capacity: the highest rate whose {objective_ms:g} ms objective held in the search and again "
@@ -652,6 +630,8 @@ def main():
                    help="with --resume: no run, the table and plot again from --out's json")
     p.add_argument("--rounds_now", type=int, default=1000, help="with --resume: run at most this many rounds now")
     p.add_argument("--quick", action="store_true", help="1 round of 3 s steps, 1 bisection")
+    p.add_argument("--brief", action="store_true",
+                   help="print the one-screen table (the .md keeps every column)")
     p.add_argument("--smoke", action="store_true", help="tiny steps on echo and health, plain and arena")
     args = p.parse_args()
     if args.quick:
@@ -661,6 +641,7 @@ def main():
         args.step_s, args.step_warmup_s, args.warmup_s, args.unloaded_s = 1, 0.2, 0.5, 1
         args.start_rate, args.max_steps, args.bisect, args.echo_scale = 30, 2, 0, 10
         args.objective_ms = 5000
+        args.brief = True
     args.client = os.path.join(args.build, "bench", "capacity", "arenarpc_capacity_client")
     os.makedirs(args.out, exist_ok=True)
     plot_dir = args.plot_dir or args.out
@@ -751,7 +732,8 @@ def main():
         plot(results, modes, os.path.join(plot_dir, stem + ".png"),
              f"{name}, {args.api} API: open-loop latency vs offered rate (every step of every round)",
              args.objective_ms)
-        log(text)
+        log(brief_table(results, rows, title, args.objective_ms, os.path.join(args.out, stem + ".md"))
+            if args.brief else text)
         for r in results:
             if r["server_exit_code"]:
                 log(f"FAILED: {name} {r['mode']} round {r['round']}: server exit {r['server_exit_code']}")

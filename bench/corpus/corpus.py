@@ -33,6 +33,10 @@ ALLOCS = [("glibc", "arenarpc_corpus_bench"), ("tcmalloc", "arenarpc_corpus_benc
 MODES = ["heap", "arena", "reuse", "reuse_parsefrom", "clear"]
 
 
+def size(n):
+    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n:.0f} B"
+
+
 def inprocess(build, rounds, inner, out):
     rows = []
     for r in range(rounds):
@@ -57,16 +61,16 @@ def inprocess(build, rounds, inner, out):
     sizes = {row["service"]: row["mean_request_bytes"] for row in rows}
     lines = [
         "In-process: parse + walk + destroy per request of each service's mix, median of "
-        f"{rounds} runs x {inner} rounds. `plain` = heap parse under glibc (what gRPC does with "
+        f"{rounds} run{'s' if rounds > 1 else ''} x {inner} rounds. `plain` = heap parse under glibc (what gRPC does with "
         "no allocator); every other cell is a ratio to it (lower is better).", "",
-        "| service | mean request | plain us | plain+tcmalloc | plain+mimalloc | arena | reuse | "
+        "| service (mean request) | plain us | plain+tcmalloc | plain+mimalloc | arena | reuse | "
         "reuse ParseFrom | hand Clear() | arena+mimalloc | reuse / arena |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in services:
         base = med[(s, "glibc", "heap")]
         g = lambda a, m: med[(s, a, m)] / base
         lines.append(
-            f"| {s} | {sizes[s] / 1024:.1f} KiB | {base / 1000:.2f} | {g('tcmalloc', 'heap'):.2f} | "
+            f"| {s} ({size(sizes[s])}) | {base / 1000:.2f} | {g('tcmalloc', 'heap'):.2f} | "
             f"{g('mimalloc', 'heap'):.2f} | {g('glibc', 'arena'):.2f} | {g('glibc', 'reuse'):.2f} | "
             f"{g('glibc', 'reuse_parsefrom'):.2f} | {g('glibc', 'clear'):.2f} | "
             f"{g('mimalloc', 'arena'):.2f} | {med[(s, 'glibc', 'reuse')] / med[(s, 'glibc', 'arena')]:.2f} |")
@@ -130,7 +134,7 @@ def main():
     p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     p.add_argument("--out", default=os.path.join(ROOT, "out", "corpus"))
     p.add_argument("--docs", default=os.path.join(ROOT, "docs"), help="where the plots go")
-    p.add_argument("--rounds", type=int, default=5, help="in-process runs per allocator")
+    p.add_argument("--rounds", type=int, help="in-process runs per allocator (default 5; 1 with --quick)")
     p.add_argument("--rpc-rounds", type=int, default=3)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--skip-rpc", action="store_true")
@@ -145,7 +149,8 @@ def main():
                     "arenarpc_corpus_payload"] + [b for _, b in ALLOCS], check=True)
     rc = 0
     if not args.skip_inprocess:
-        med, services = inprocess(args.build, 1 if args.quick else args.rounds, 2 if args.quick else 5,
+        rounds = args.rounds or (1 if args.quick else 5)
+        med, services = inprocess(args.build, rounds, 2 if args.quick else 5,
                                   args.out)
         plot_inprocess(med, services, os.path.join(args.docs, "corpus_inprocess.png"))
     if not args.skip_rpc:
