@@ -154,12 +154,9 @@ void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
 // do not run in that mode; while learning, not for reuse (its kept instance
 // makes reuse cheap) nor small trials (fresh pages weigh on their next).
 void AfterTrial(AutoMethod::State& m, AllocationMode mode, double bytes) {
-  if (mode == m.learner.current()) return;
-  if (m.learner.learning() &&
-      (mode == AllocationMode::kReuse || bytes < kReleaseAfterBytes)) {
-    return;
-  }
-  ReleaseIdle(m, mode);
+  const bool keep = m.learner.learning() && (mode == AllocationMode::kReuse ||
+                                             bytes < kReleaseAfterBytes);
+  if (mode != m.learner.current() && !keep) ReleaseIdle(m, mode);
 }
 
 // A callback or async trial ended, lost or not: its request's size, if
@@ -342,8 +339,6 @@ void AutoMethod::Unobserved(const CallTiming& t, bool lost) {
   AfterTrial(m, t.mode, t.bytes);
   budget.Spend(t.sizing_ns + ThreadCpuNs() - start + 3 * ClockReadNs());
 }
-
-// The async window (auto_call.h).
 
 void BeforeAsyncNext() {
   AsyncThreadWindow& w = async_thread_window;

@@ -119,12 +119,10 @@ class TimedCall {
   bool timed() const { return t_.method != nullptr; }
   void Fail() { failed_ = true; }  // the call did not end OK
   ~TimedCall() {
-    if (t_.method != nullptr) {
-      if (failed_ || !InWindow()) {
-        t_.method->Unobserved(t_, /*lost=*/!failed_);
-      } else {
-        t_.method->Observe(t_, ThreadCpuNs() - t_.start_ns - t_.excluded_ns);
-      }
+    if (t_.method != nullptr && (failed_ || !InWindow())) {
+      t_.method->Unobserved(t_, /*lost=*/!failed_);
+    } else if (t_.method != nullptr) {
+      t_.method->Observe(t_, ThreadCpuNs() - t_.start_ns - t_.excluded_ns);
     }
     ++thread_call_events.events;
   }
