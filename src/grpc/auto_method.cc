@@ -29,9 +29,28 @@
 
 namespace arenarpc::internal {
 
+struct AutoMethod::State {
+  const DecisionEntry id;  // the method's identity in decisions files
+  void (*const trim_reuse)();
+  AutoLearner learner;
+  std::atomic<bool> async_lines{false};  // async.h's lines seen: timed
+  std::atomic<uint64_t> lost{0};
+  std::atomic<uint64_t> failed{0};
+  std::atomic<bool> untimed{false};       // paused: trials mostly lost (logged)
+  std::atomic<uint64_t> loaded_calls{0};  // the decisions file's entry's
+  std::array<std::atomic<bool>, kNumAllocationModes> release_queued{};
+  std::atomic<double> request_size{-1};  // agreed on (-1: walk every trial)
+  std::array<std::atomic<uint32_t>, kNumAllocationModes> size_turn{};
+  Mutex mu{};
+  int window_ended ABSL_GUARDED_BY(mu) = 0;
+  int window_lost ABSL_GUARDED_BY(mu) = 0;
+  double size_anchor ABSL_GUARDED_BY(mu) = 0;  // the first of the run
+  int size_run ABSL_GUARDED_BY(mu) = 0;        // walks in a row near it
+};
+
 namespace {
 
-// Callback and async trials: a method stops learning when more than half
+// Callback and async trials: a method pauses learning when more than half
 // of a window of them is lost.
 constexpr int kLossWindow = 32;
 // A heap or arena trial this large leaves megabytes idle in its thread's
@@ -108,32 +127,9 @@ std::vector<AutoMethod*> Methods(AutoMethod* add = nullptr) {
   return r.methods;
 }
 
-}  // namespace
-
-struct AutoMethod::State {
-  const DecisionEntry id;  // the method's identity in decisions files
-  void (*const trim_reuse)();
-  AutoLearner learner;
-  std::atomic<bool> async_lines{false};  // async.h's lines seen: timed
-  std::atomic<uint64_t> lost{0};
-  std::atomic<uint64_t> failed{0};
-  std::atomic<bool> untimed{false};  // stopped learning: trials mostly lost
-  std::atomic<uint64_t> loaded_calls{0};  // the decisions file's entry's
-  std::array<std::atomic<bool>, kNumAllocationModes> release_queued{};
-  std::atomic<double> request_size{-1};  // agreed on (-1: walk every trial)
-  std::array<std::atomic<uint32_t>, kNumAllocationModes> size_turn{};
-  Mutex mu{};
-  int window_ended ABSL_GUARDED_BY(mu) = 0;
-  int window_lost ABSL_GUARDED_BY(mu) = 0;
-  double size_anchor ABSL_GUARDED_BY(mu) = 0;  // the first of the run
-  int size_run ABSL_GUARDED_BY(mu) = 0;        // walks in a row near it
-};
-
-namespace {
-
-// Gives back what `mode` keeps idle, on the background thread (its CPU is
-// the background thread's, GetMeasuringCost().thread_cpu_s), unless calls
-// run in it again by then. Only idle memory: a call keeps what it uses.
+// Gives back what `mode` keeps idle (calls keep what they use) on the
+// background thread (GetMeasuringCost().thread_cpu_s), unless calls run in
+// it again by then.
 void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
   const int i = static_cast<int>(mode);
   if (m.release_queued[i].exchange(true, std::memory_order_relaxed)) return;
@@ -155,32 +151,28 @@ void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
 }
 
 // A trial in `mode` of `bytes` ended: what it left idle goes back if calls
-// do not run in that mode. Not while learning for reuse (its kept instance
-// is what makes reuse cheap) nor for small trials (their next trial would
-// pay for fresh pages, which weighs more on a small call).
+// do not run in that mode; while learning, not for reuse (its kept instance
+// makes reuse cheap) nor small trials (fresh pages weigh on their next).
 void AfterTrial(AutoMethod::State& m, AllocationMode mode, double bytes) {
-  if (mode == m.learner.current()) return;
-  if (m.learner.learning() &&
-      (mode == AllocationMode::kReuse || bytes < kReleaseAfterBytes)) {
-    return;
-  }
-  ReleaseIdle(m, mode);
+  const bool keep = m.learner.learning() && (mode == AllocationMode::kReuse ||
+                                             bytes < kReleaseAfterBytes);
+  if (mode != m.learner.current() && !keep) ReleaseIdle(m, mode);
 }
 
 // A callback or async trial ended, lost or not: its request's size, if
 // walked, is noted. Most of a window lost: the method's calls cannot be
-// timed, so it stops learning (logged once).
+// timed now (e.g. a loaded machine moving them between threads), maybe
+// later: learning is paused, not stopped, so a bad window never leaves the
+// method in the mode of its first trials (logged once).
 void CountWindow(AutoMethod::State& m, const CallTiming& t, bool lost) {
   int window_lost = 0;
   {
     MutexLock lock(&m.mu);
     if (const double b = t.sized_bytes; b >= 0) {
-      if (m.size_run > 0 && std::abs(b - m.size_anchor) <= m.size_anchor / 64) {
-        ++m.size_run;
-      } else {
-        m.size_anchor = b;
-        m.size_run = 1;
-      }
+      const bool agrees =
+          m.size_run > 0 && std::abs(b - m.size_anchor) <= m.size_anchor / 64;
+      if (!agrees) m.size_anchor = b;
+      m.size_run = agrees ? m.size_run + 1 : 1;
       m.request_size.store(m.size_run >= kSizesAgree ? m.size_anchor : -1,
                            std::memory_order_relaxed);
     }
@@ -191,9 +183,6 @@ void CountWindow(AutoMethod::State& m, const CallTiming& t, bool lost) {
     m.window_ended = m.window_lost = 0;
   }
   if (window_lost <= kLossWindow / 2) return;
-  // Calls that cannot be timed now (e.g. a loaded machine moving them
-  // between threads) may be timeable later: paused, not stopped, so a bad
-  // window never leaves the method in the mode of its first trials.
   m.learner.Pause(NowS());
   if (m.untimed.exchange(true, std::memory_order_relaxed)) return;
   std::fprintf(stderr,
@@ -208,11 +197,10 @@ void CountWindow(AutoMethod::State& m, const CallTiming& t, bool lost) {
 // Starts `m` settled in a decisions file's entry (its mode, costs and
 // calls), or says why the entry does not apply.
 std::string StartSettled(AutoMethod::State& m, const DecisionEntry& e) {
-  std::string why = Mismatch(e, m.id);
-  if (why.empty() && m.learner.snapshot().source != DecisionSource::kNone) {
-    why = "decided already";
+  if (std::string why = Mismatch(e, m.id); !why.empty()) return why;
+  if (m.learner.snapshot().source != DecisionSource::kNone) {
+    return "decided already";
   }
-  if (!why.empty()) return why;
   std::array<double, kNumAllocationModes> cost_ns;
   for (int i = 0; i < kNumAllocationModes; ++i) cost_ns[i] = e.cost_us[i] * 1e3;
   m.loaded_calls.store(e.calls, std::memory_order_relaxed);
@@ -237,15 +225,14 @@ void StartAtInstall(AutoMethod::State& m, const AutoOptions& o) {
     }
     file->second = std::move(read).value_or(std::vector<DecisionEntry>());
   }
-  for (const DecisionEntry& e : file->second) {
-    if (e.method != m.id.method) continue;
-    if (const std::string why = StartSettled(m, e); !why.empty()) {
-      std::fprintf(stderr,
-                   "arenarpc: auto decisions file %s: %s ignored (kAuto "
-                   "learns it): %s\n",
-                   o.decisions_path.c_str(), e.method.c_str(), why.c_str());
-    }
-    return;
+  const auto e =
+      std::ranges::find(file->second, m.id.method, &DecisionEntry::method);
+  if (e == file->second.end()) return;
+  if (const std::string why = StartSettled(m, *e); !why.empty()) {
+    std::fprintf(stderr,
+                 "arenarpc: auto decisions file %s: %s ignored (kAuto learns "
+                 "it): %s\n",
+                 o.decisions_path.c_str(), e->method.c_str(), why.c_str());
   }
 }
 
@@ -279,11 +266,6 @@ void DecisionSettled() {
 
 }  // namespace
 
-uint64_t AssignCallThread() {
-  static std::atomic<uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
 AutoMethod::AutoMethod(std::string name, const AutoOptions& options,
                        const google::protobuf::Descriptor* request,
                        const google::protobuf::Descriptor* response,
@@ -305,8 +287,8 @@ AllocationMode AutoMethod::mode() const { return state_->learner.current(); }
 AllocationMode AutoMethod::ModeForCall(CallKind kind, double request_bytes,
                                        CallTiming* timing) {
   State& m = *state_;
-  if (kind == CallKind::kAsync &&
-      !m.async_lines.load(std::memory_order_relaxed)) {
+  const bool async = kind == CallKind::kAsync;
+  if (async && !m.async_lines.load(std::memory_order_relaxed)) {
     return m.learner.current();
   }
   const double now = NowS();
@@ -323,9 +305,7 @@ AllocationMode AutoMethod::ModeForCall(CallKind kind, double request_bytes,
   } else {
     timing->bytes = known;  // kSizesAgree
   }
-  if (kind == CallKind::kAsync) {
-    async_trials_out.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (async) async_trials_out.fetch_add(1, std::memory_order_relaxed);
   timing->start_ns = ThreadCpuNs();
   return *trial;
 }
@@ -339,9 +319,8 @@ void AutoMethod::Observe(const CallTiming& t, double cost_ns) {
   const double excess = m.learner.ExcessShare(t.mode) * cost_ns;
   if (m.learner.Observe(t.mode, cost_ns, t.bytes, t.warming, NowS())) {
     for (int i = 0; i < kNumAllocationModes; ++i) {
-      if (static_cast<AllocationMode>(i) != m.learner.current()) {
-        ReleaseIdle(m, static_cast<AllocationMode>(i));
-      }
+      const auto mode = static_cast<AllocationMode>(i);
+      if (mode != m.learner.current()) ReleaseIdle(m, mode);
     }
     DecisionSettled();
   } else {
@@ -361,14 +340,9 @@ void AutoMethod::Unobserved(const CallTiming& t, bool lost) {
   budget.Spend(t.sizing_ns + ThreadCpuNs() - start + 3 * ClockReadNs());
 }
 
-// The async window (auto_call.h).
-
 void BeforeAsyncNext() {
   AsyncThreadWindow& w = async_thread_window;
-  ++w.seq;
-  w.excluded_ns = 0;
-  w.claimed = w.tainted = w.closed = false;
-  w.start_ns = -1;
+  w = {.seq = w.seq + 1};  // the rest as before any Next
   if (async_trials_out.load(std::memory_order_relaxed) > 0) {
     w.start_ns = ThreadCpuNs();
     budget.Spend(ClockReadNs());  // whatever tag the Next returns
@@ -415,20 +389,16 @@ void AsyncCall::Answered(const google::protobuf::Message* request,
   }
   const double end = ThreadCpuNs();
   w.closed = true;
-  if (!ok) {
-    state_ = State::kFailed;
-    return;
-  }
+  state_ = ok ? State::kAnswered : State::kFailed;
+  if (!ok) return;
   cost_ns_ += end - w.start_ns - w.excluded_ns;
   t_.bytes += response.GetCachedSize();  // Finish() serialized it
   SizeRequest(request);
-  state_ = State::kAnswered;
 }
 
 void AsyncCall::AfterRelease(double start_ns) {
   AsyncThreadWindow& w = async_thread_window;
-  // Released before any Arrived() of this Next: the Next's reading is not
-  // the next Arrived()'s.
+  // Released before an Arrived() claimed this Next: its reading is no call's.
   if (!w.claimed) w.tainted = true;
   if (t_.method == nullptr) {
     AsyncExclusionEnd(start_ns);

@@ -61,11 +61,9 @@ std::optional<std::string> String(const Struct& s, const char* name) {
 // A finite number >= 0.
 std::optional<double> Number(const Struct& s, const char* name) {
   const Value* v = Field(s, name, Value::kNumberValue);
-  if (v == nullptr || !std::isfinite(v->number_value()) ||
-      v->number_value() < 0) {
-    return std::nullopt;
-  }
-  return v->number_value();
+  const double x = v != nullptr ? v->number_value() : -1;
+  if (!std::isfinite(x) || x < 0) return std::nullopt;
+  return x;
 }
 
 std::string ModeName(int mode) {
@@ -78,9 +76,8 @@ std::string ReadEntry(const Value& v, DecisionEntry* e) {
   const Struct& s = v.struct_value();
   bool complete = true;
   for (const auto& [name, field] : kStrings) {
-    const std::optional<std::string> text = String(s, name);
-    complete = complete && text.has_value();
-    e->*field = text.value_or("");
+    e->*field = String(s, name).value_or("");
+    complete = complete && !(e->*field).empty();
   }
   const auto mode = String(s, "mode");
   const auto protobuf = Number(s, "protobuf");
@@ -108,8 +105,6 @@ std::string ReadEntry(const Value& v, DecisionEntry* e) {
 }
 
 }  // namespace
-
-int64_t ProtobufVersion() { return GOOGLE_PROTOBUF_VERSION; }
 
 std::string SchemaFingerprint(const Descriptor* request,
                               const Descriptor* response) {
@@ -220,7 +215,7 @@ DecisionEntry IdentityOf(const std::string& method, const Descriptor* request,
           .request_type = std::string(request->full_name()),
           .response_type = std::string(response->full_name()),
           .schema = SchemaFingerprint(request, response),
-          .protobuf = ProtobufVersion()};
+          .protobuf = GOOGLE_PROTOBUF_VERSION};
 }
 
 std::string Mismatch(const DecisionEntry& entry, const DecisionEntry& id) {
@@ -274,16 +269,12 @@ absl::Status WriteDecisions(const std::string& path,
       std::fwrite(text->data(), 1, text->size(), f) == text->size() &&
       std::fflush(f) == 0 && fsync(fileno(f)) == 0;
   const int write_errno = errno;
-  std::string failed;
-  if (std::fclose(f) != 0 || !written) {
-    failed = absl::StrCat("cannot write ", tmp);
-  } else if (rename(tmp.c_str(), path.c_str()) != 0) {
-    failed = absl::StrCat("cannot rename to ", path);
-  }
-  if (failed.empty()) return absl::OkStatus();
+  const bool saved = std::fclose(f) == 0 && written;  // tmp whole, on disk
+  if (saved && rename(tmp.c_str(), path.c_str()) == 0) return absl::OkStatus();
   const int err = written ? errno : write_errno;
   unlink(tmp.c_str());
-  return absl::ErrnoToStatus(err, failed);
+  return absl::ErrnoToStatus(
+      err, saved ? "cannot rename to " + path : "cannot write " + tmp);
 }
 
 }  // namespace arenarpc::internal

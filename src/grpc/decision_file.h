@@ -33,7 +33,6 @@ struct DecisionEntry {
   double saved_unix_s = 0;
 };
 
-int64_t ProtobufVersion();  // this build's GOOGLE_PROTOBUF_VERSION
 // 16 hex digits: FNV-1a 64 of the serialized DescriptorProto of every
 // message type `request` and `response` reach, in order of full name.
 std::string SchemaFingerprint(const google::protobuf::Descriptor* request,
@@ -42,8 +41,7 @@ std::string SchemaFingerprint(const google::protobuf::Descriptor* request,
 DecisionEntry IdentityOf(const std::string& method,
                          const google::protobuf::Descriptor* request,
                          const google::protobuf::Descriptor* response);
-// Why `entry` does not apply to the method of identity `id` (same name):
-// empty if it does.
+// Why `entry` does not apply to the method `id` (same name); empty if it does.
 std::string Mismatch(const DecisionEntry& entry, const DecisionEntry& id);
 
 // The file's entries. Errors: InvalidArgument (not JSON, not this format),

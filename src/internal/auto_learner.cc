@@ -8,10 +8,9 @@ namespace arenarpc::internal {
 constexpr int kHeap = static_cast<int>(AllocationMode::kHeap);
 
 double AutoLearner::ModeCalls::median() const {
-  if (sorted.empty()) return -1;
-  const size_t mid = sorted.size() / 2;
-  if (sorted.size() % 2 == 1) return sorted[mid];
-  return (sorted[mid] + sorted[mid - 1]) / 2;
+  const size_t n = sorted.size(), mid = n / 2;
+  if (n == 0) return -1;
+  return n % 2 == 1 ? sorted[mid] : (sorted[mid] + sorted[mid - 1]) / 2;
 }
 
 AutoLearner::AutoLearner(const LearnerOptions& options) : options_(options) {
@@ -24,7 +23,7 @@ void AutoLearner::StartDecision() {
   calls_[kHeap].candidate = options_.prior_min_bytes <= 0;
   log_bytes_sum_ = 0;
   warming_ = 0;
-  started_in_ = current_.load(std::memory_order_relaxed);
+  started_in_ = current();
   recheck_at_s_.store(-1, std::memory_order_relaxed);
   learning_.store(true, std::memory_order_relaxed);
 }
@@ -45,16 +44,13 @@ std::optional<AllocationMode> AutoLearner::Trial(double now_s) {
     const double at = recheck_at_s_.load(std::memory_order_relaxed);
     return at >= 0 && now_s >= at;
   };
-  if (!learning_.load(std::memory_order_relaxed) && !due()) return std::nullopt;
+  if (!learning() && !due()) return std::nullopt;
   MutexLock lock(&mu_);
-  if (!learning_.load(std::memory_order_relaxed)) {
-    if (!due()) return std::nullopt;
-    StartDecision();
-  }
+  if (!learning() && !due()) return std::nullopt;
+  if (!learning()) StartDecision();  // a re-check is due
   // The candidates in turn, skipping those with their calls already.
   for (int i = 0; i < kNumAllocationModes; ++i) {
-    const int m = static_cast<int>(
-        turn_.fetch_add(1, std::memory_order_relaxed) % kNumAllocationModes);
+    const int m = static_cast<int>(turn_++ % kNumAllocationModes);
     if (calls_[m].candidate && calls_[m].n() < options_.calls_per_mode) {
       return static_cast<AllocationMode>(m);
     }
@@ -62,14 +58,24 @@ std::optional<AllocationMode> AutoLearner::Trial(double now_s) {
   return std::nullopt;  // every trial handed out; waiting for them to end
 }
 
+// Every candidate (and there is one) has its calls.
 bool AutoLearner::Finished() const {
-  bool any = false;
-  for (const ModeCalls& c : calls_) {
-    if (!c.candidate) continue;
-    if (c.n() < options_.calls_per_mode) return false;
-    any = true;
+  return std::ranges::any_of(calls_, &ModeCalls::candidate) &&
+         std::ranges::none_of(calls_, [&](const ModeCalls& c) {
+           return c.candidate && c.n() < options_.calls_per_mode;
+         });
+}
+
+int AutoLearner::Cheapest(int min_calls) const {
+  int best = -1;
+  for (int m = 0; m < kNumAllocationModes; ++m) {
+    const ModeCalls& c = calls_[m];
+    if (c.candidate && c.n() >= min_calls &&
+        (best < 0 || c.median() < calls_[best].median())) {
+      best = m;
+    }
   }
-  return any;
+  return best;
 }
 
 bool AutoLearner::Observe(AllocationMode mode, double cost_ns, double bytes,
@@ -78,18 +84,16 @@ bool AutoLearner::Observe(AllocationMode mode, double cost_ns, double bytes,
   if (mi < 0 || mi >= kNumAllocationModes) return false;
   MutexLock lock(&mu_);
   // A trial handed out before the decision settled or dropped its mode.
-  if (!learning_.load(std::memory_order_relaxed) || !calls_[mi].candidate) {
-    return false;
-  }
+  if (!learning() || !calls_[mi].candidate) return false;
   if (warming && warming_ < options_.max_warming) {
     ++warming_;
     ++stats_.warming;
     return false;
   }
   bytes = std::max(bytes, 1.0);
+  const double per_byte = cost_ns / bytes;
   std::vector<double>& sorted = calls_[mi].sorted;
-  sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), cost_ns / bytes),
-                cost_ns / bytes);
+  sorted.insert(std::ranges::upper_bound(sorted, per_byte), per_byte);
   log_bytes_sum_ += std::log(bytes);
   ++stats_.observed;
   if (first_s_ < 0) first_s_ = now_s;
@@ -109,10 +113,7 @@ bool AutoLearner::Observe(AllocationMode mode, double cost_ns, double bytes,
     if (calls_[m].candidate && calls_[m].n() >= options_.min_calls &&
         calls_[m].median() > options_.drop_ratio * best) {
       calls_[m].candidate = false;
-      if (m == static_cast<int>(current_.load(std::memory_order_relaxed))) {
-        current_.store(static_cast<AllocationMode>(best_mode),
-                       std::memory_order_relaxed);
-      }
+      if (static_cast<AllocationMode>(m) == current()) SetCurrent(best_mode);
     }
   }
   if (!Finished()) return false;
@@ -125,14 +126,8 @@ bool AutoLearner::Observe(AllocationMode mode, double cost_ns, double bytes,
 }
 
 void AutoLearner::Settle(double now_s) {
-  const int before = static_cast<int>(current_.load(std::memory_order_relaxed));
-  int best = -1;
-  for (int m = 0; m < kNumAllocationModes; ++m) {
-    if (calls_[m].candidate &&
-        (best < 0 || calls_[m].median() < calls_[best].median())) {
-      best = m;
-    }
-  }
+  const int before = static_cast<int>(current());
+  const int best = Cheapest(0);
   const double kept = calls_[before].median();
   const bool keep =
       kept >= 0 && kept <= calls_[best].median() * (1 + options_.margin);
@@ -149,8 +144,7 @@ void AutoLearner::Settle(double now_s) {
     stats_.first_decision_calls = stats_.observed;
     stats_.first_decision_s = now_s - first_s_;
   }
-  current_.store(static_cast<AllocationMode>(chosen),
-                 std::memory_order_relaxed);
+  SetCurrent(chosen);
   SettledUntil(now_s + options_.recheck_after_s);
 }
 
@@ -168,7 +162,7 @@ double AutoLearner::ExcessShare(AllocationMode mode) const {
 void AutoLearner::Load(AllocationMode mode, double now_s,
                        const std::array<double, kNumAllocationModes>& cost_ns) {
   MutexLock lock(&mu_);
-  current_.store(mode, std::memory_order_relaxed);
+  SetCurrent(static_cast<int>(mode));
   stats_.source = DecisionSource::kLoaded;
   stats_.cost_ns = cost_ns;
   SettledUntil(now_s + options_.recheck_after_s);
@@ -176,26 +170,16 @@ void AutoLearner::Load(AllocationMode mode, double now_s,
 
 void AutoLearner::Pause(double now_s) {
   MutexLock lock(&mu_);
-  int best = -1;
-  for (int m = 0; m < kNumAllocationModes; ++m) {
-    const ModeCalls& c = calls_[m];
-    if (c.candidate && c.n() >= options_.min_calls &&
-        (best < 0 || c.median() < calls_[best].median())) {
-      best = m;
-    }
-  }
-  if (best >= 0) {
-    current_.store(static_cast<AllocationMode>(best),
-                   std::memory_order_relaxed);
-  }
+  const int best = Cheapest(options_.min_calls);
+  if (best >= 0) SetCurrent(best);
   SettledUntil(now_s + options_.recheck_after_s);
 }
 
 AutoLearner::Snapshot AutoLearner::snapshot() const {
   MutexLock lock(&mu_);
   Snapshot s = stats_;
-  s.mode = current_.load(std::memory_order_relaxed);
-  s.learning = learning_.load(std::memory_order_relaxed);
+  s.mode = current();
+  s.learning = learning();
   return s;
 }
 

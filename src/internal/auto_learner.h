@@ -95,6 +95,11 @@ class AutoLearner {
   double MeanBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Finished() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Settle(double now_s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The cheapest candidate with `min_calls` timed calls or more; -1: none.
+  int Cheapest(int min_calls) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SetCurrent(int m) {
+    current_.store(static_cast<AllocationMode>(m), std::memory_order_relaxed);
+  }
   void SettledUntil(double due_s) {
     learning_.store(false, std::memory_order_relaxed);
     recheck_at_s_.store(due_s, std::memory_order_relaxed);
@@ -104,8 +109,8 @@ class AutoLearner {
   std::atomic<AllocationMode> current_{AllocationMode::kArena};
   std::atomic<bool> learning_{true};
   std::atomic<double> recheck_at_s_{-1};  // -1: none due
-  std::atomic<uint32_t> turn_{0};
   mutable Mutex mu_;
+  uint32_t turn_ ABSL_GUARDED_BY(mu_) = 0;  // the next candidate to try
   std::array<ModeCalls, kNumAllocationModes> calls_ ABSL_GUARDED_BY(mu_);
   double log_bytes_sum_ ABSL_GUARDED_BY(mu_) = 0;   // this decision's calls
   int warming_ ABSL_GUARDED_BY(mu_) = 0;            // this decision's
@@ -114,10 +119,9 @@ class AutoLearner {
   Snapshot stats_ ABSL_GUARDED_BY(mu_);
 };
 
-// What learning may spend, process-wide: the CPU of timed calls served in a
-// dearer mode than the cheapest, and their clock reads, against `share` of
-// the process's CPU plus a start-up credit (a fresh process has used little
-// CPU). Thread safety: any thread.
+// What learning may spend, process-wide: the CPU of trials in a dearer mode
+// than the cheapest, and their clock reads, within `share` of the process's
+// CPU plus a start-up credit (a fresh process has used little). Any thread.
 class LearningBudget {
  public:
   static constexpr double kDefaultShare = 0.02;

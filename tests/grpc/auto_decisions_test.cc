@@ -9,6 +9,7 @@
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/stubs/common.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -90,7 +91,7 @@ DecisionEntry EchoId(const std::string& method) {
   e.response_type = "arenarpc.echo.EchoResponse";
   e.schema = internal::SchemaFingerprint(EchoRequest::descriptor(),
                                          EchoResponse::descriptor());
-  e.protobuf = internal::ProtobufVersion();
+  e.protobuf = GOOGLE_PROTOBUF_VERSION;
   return e;
 }
 

@@ -1,7 +1,6 @@
 // kAuto's decisions, remembered: written to a file and loaded at start-up,
-// so a restarted server or a new replica starts settled and only re-checks
-// (AutoOptions::decisions_path does both on its own; these are the
-// explicit calls).
+// so a restarted server or a new replica starts settled and only re-checks.
+// AutoOptions::decisions_path does both on its own; these are explicit.
 //
 //   arenarpc::ServerOptions options(arenarpc::AllocationMode::kAuto);
 //   options.automatic.decisions_path = "/var/lib/mysvc/auto_decisions.json";
@@ -17,12 +16,11 @@
 //      "protobuf": 3021012, "mode": "reuse", "source": "prior",
 //      "cost_us": {"heap": 0, "arena": 1900.5, "reuse": 1302.1},
 //      "calls": 24, "saved_unix_s": 1795000000}]}
-// `schema` fingerprints every message type the request and response reach
-// (a changed .proto changes it); `protobuf` is the writer's
-// GOOGLE_PROTOBUF_VERSION. An entry is taken only for a kAuto method of this
-// process with the same types, schema and protobuf version; any other entry
-// is skipped with one line on stderr (one of a method not installed here is
-// kept for the next save, silently at install).
+// `schema` fingerprints every message type the request and response reach;
+// `protobuf` is the writer's GOOGLE_PROTOBUF_VERSION. An entry is taken only
+// for a kAuto method of this process with the same types, schema and
+// protobuf; any other is skipped with one line on stderr (one of a method
+// not installed here is kept for the next save, silently at install).
 //
 // Thread safety: every function may be called from any thread.
 #ifndef ARENARPC_GRPC_AUTO_DECISIONS_H_

@@ -1,10 +1,9 @@
 // Internal: kAuto on the call path (src/grpc/auto_method.cc). A method's
 // AutoMethod hands some calls a trial, a mode to run in; the call's holder
-// times it on the thread that runs it and reports the cost: sync and
-// callback calls from AllocateMessages to Release (TimedCall; a callback
-// call released elsewhere or around another call is lost), async calls
-// inside the window of arenarpc/grpc/async.h's three lines (AsyncCall).
-// docs/DESIGN.md, "auto: the learner".
+// times it on the thread that runs it: sync and callback calls from
+// AllocateMessages to Release (TimedCall), async calls inside the window of
+// arenarpc/grpc/async.h's three lines (AsyncCall). docs/DESIGN.md, "auto:
+// the learner".
 //
 // Thread safety: an AutoMethod is used by every call of its method at once;
 // a TimedCall or AsyncCall by one call at a time, as gRPC guarantees.
@@ -15,6 +14,7 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -97,51 +97,43 @@ struct ThreadCallEvents {
   uint64_t events = 0;
 };
 inline constinit thread_local ThreadCallEvents thread_call_events;
-uint64_t AssignCallThread();
+inline constinit std::atomic<uint64_t> next_call_thread{1};
 inline uint64_t CallThread() {
   uint64_t& t = thread_call_events.thread;
   if (t == 0) [[unlikely]]
-    t = AssignCallThread();
+    t = next_call_thread.fetch_add(1, std::memory_order_relaxed);
   return t;
 }
 
-// A holder's first member (destroyed last, after the call's messages were
-// freed): counts the thread's holder events, and ends a sync or callback
-// trial.
+// A holder's first member (destroyed last, after its messages): counts the
+// thread's holder events, and ends a sync or callback trial.
 class TimedCall {
  public:
   explicit TimedCall(const CallTiming& timing) : t_(timing) {
-    const uint64_t events = ++thread_call_events.events;
-    if (t_.method != nullptr && t_.kind != CallKind::kAsync) {
-      t_.thread = CallThread();
-      t_.events = events;
-    } else {
-      t_.method = nullptr;  // an async trial is AsyncCall's
-    }
+    t_.events = ++thread_call_events.events;
+    if (t_.kind == CallKind::kAsync) t_.method = nullptr;  // AsyncCall's
+    if (t_.method != nullptr) t_.thread = CallThread();
   }
   TimedCall(const TimedCall&) = delete;
   TimedCall& operator=(const TimedCall&) = delete;
   bool timed() const { return t_.method != nullptr; }
   void Fail() { failed_ = true; }  // the call did not end OK
   ~TimedCall() {
-    if (t_.method != nullptr) {
-      if (failed_ || !InWindow()) {
-        t_.method->Unobserved(t_, /*lost=*/!failed_);
-      } else {
-        t_.method->Observe(t_, ThreadCpuNs() - t_.start_ns - t_.excluded_ns);
-      }
+    if (t_.method != nullptr && (failed_ || !InWindow())) {
+      t_.method->Unobserved(t_, /*lost=*/!failed_);
+    } else if (t_.method != nullptr) {
+      t_.method->Observe(t_, ThreadCpuNs() - t_.start_ns - t_.excluded_ns);
     }
     ++thread_call_events.events;
   }
   // The request is freed early (FreeRequest): its bytes now.
   void BeforeFreeRequest(const google::protobuf::Message& request) {
-    if (t_.method != nullptr) SizeRequest(&request);
+    if (t_.method == nullptr) return;
+    t_.SizeRequest(&request, OnThread() ? &t_.excluded_ns : nullptr);
   }
   // Work on the call's thread that is not the call's (shadow's sampling).
   void Exclude(double ns) {
-    if (t_.method != nullptr && thread_call_events.thread == t_.thread) {
-      t_.excluded_ns += ns;
-    }
+    if (t_.method != nullptr && OnThread()) t_.excluded_ns += ns;
   }
   // At Release: the response's bytes (cached by its serialization) and the
   // request's if still to be walked.
@@ -149,17 +141,13 @@ class TimedCall {
                  const google::protobuf::Message& response) {
     if (t_.method == nullptr || !InWindow()) return;
     t_.bytes += response.GetCachedSize();
-    SizeRequest(request);
+    t_.SizeRequest(request, &t_.excluded_ns);  // on its thread: InWindow()
   }
 
  private:
+  bool OnThread() const { return thread_call_events.thread == t_.thread; }
   bool InWindow() const {
-    return thread_call_events.thread == t_.thread &&
-           thread_call_events.events == t_.events;
-  }
-  void SizeRequest(const google::protobuf::Message* request) {
-    const bool here = thread_call_events.thread == t_.thread;
-    t_.SizeRequest(request, here ? &t_.excluded_ns : nullptr);
+    return OnThread() && thread_call_events.events == t_.events;
   }
 
   CallTiming t_;
@@ -207,8 +195,6 @@ class AsyncCall {
     cost_ns_ = o.cost_ns_;
     return *this;
   }
-  AsyncCall(const AsyncCall&) = delete;
-  AsyncCall& operator=(const AsyncCall&) = delete;
 
   void Arrived();
   void Answered(const google::protobuf::Message* request,
