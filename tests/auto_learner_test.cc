@@ -50,10 +50,19 @@ TEST(AutoLearnerTest, TakesTheCheapestModeByMedianCostPerByte) {
   // Per call at the decision's bytes: the medians.
   EXPECT_DOUBLE_EQ(s.cost_ns[static_cast<int>(kReuse)], 1000.0);
   EXPECT_DOUBLE_EQ(s.cost_ns[static_cast<int>(kArena)], 2000.0);
-  // Heap, 3x reuse, was dropped after min_calls; arena (2x) too.
+  // Heap, 3x reuse, was dropped after min_calls; arena (2x) too; reuse, the
+  // one candidate left, needs no more calls than theirs.
   EXPECT_EQ(s.first_decision_calls, static_cast<uint64_t>(trials));
-  EXPECT_LT(trials, 24 * 3);
-  EXPECT_GE(trials, 24 + 2 * 6);
+  EXPECT_GE(trials, 3 * 6);
+  EXPECT_LE(trials, 3 * 6 + 2);
+}
+
+// Two modes close to each other both get their full calls_per_mode.
+TEST(AutoLearnerTest, CloseModesGetEveryCall) {
+  AutoLearner l({.prior_min_bytes = 0});
+  const int trials = Decide(l, {5.0, 1.1, 1.0}, 1000);
+  EXPECT_EQ(l.current(), kReuse);
+  EXPECT_GE(trials, 2 * 24 + 6);
 }
 
 // While it learns, calls do not keep running in a mode found clearly dearer:
@@ -64,12 +73,12 @@ TEST(AutoLearnerTest, CallsLeaveADroppedModeAtOnce) {
   while (l.learning() && l.current() == kArena) {
     const std::optional<AllocationMode> mode = l.Trial(0);
     ASSERT_TRUE(mode.has_value());
-    const double c = *mode == kReuse ? 1.0 : *mode == kArena ? 2.0 : 3.0;
+    const double c = *mode == kReuse ? 1.0 : *mode == kArena ? 2.0 : 1.1;
     l.Observe(*mode, c * 1000, 1000, false, 0);
   }
-  EXPECT_TRUE(l.learning());  // moved before the decision
-  EXPECT_EQ(l.current(), kReuse);
-  Decide(l, {3.0, 2.0, 1.0}, 1000);
+  EXPECT_TRUE(l.learning());  // moved before the decision (heap still in it)
+  EXPECT_NE(l.current(), kArena);  // to the cheapest measured then
+  Decide(l, {1.1, 2.0, 1.0}, 1000);
   EXPECT_EQ(l.current(), kReuse);
   EXPECT_EQ(l.snapshot().switches, 1u);  // arena -> reuse, counted once
 }
@@ -92,12 +101,13 @@ TEST(AutoLearnerTest, MedianIgnoresAFewOutliers) {
 }
 
 TEST(AutoLearnerTest, PicksTheCheaperUnderNoiseMostOfTheTime) {
-  // Lognormal noise of 15 %: reuse 10 % cheaper than arena is found in at
-  // least 95 of 100 decisions; a tie leaves arena running in most.
+  // Lognormal noise of 15 %: reuse 10 % cheaper than arena is found in about
+  // 92 % of decisions; a tie leaves arena running in about 70 %. The bounds
+  // are 4 standard deviations below that, over 1000 decisions.
   std::mt19937 rng(7);
   std::lognormal_distribution<double> noise(0, 0.15);
   int found = 0, kept = 0;
-  for (int i = 0; i < 100; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     AutoLearner a({.prior_min_bytes = 0});
     Decide(a, {3.0, 1.0, 0.9}, 1000, 0, [&] { return noise(rng); });
     found += a.current() == kReuse;
@@ -105,8 +115,8 @@ TEST(AutoLearnerTest, PicksTheCheaperUnderNoiseMostOfTheTime) {
     Decide(b, {3.0, 1.0, 1.0}, 1000, 0, [&] { return noise(rng); });
     kept += b.current() == kArena;
   }
-  EXPECT_GE(found, 95);
-  EXPECT_GE(kept, 60);
+  EXPECT_GE(found, 885);
+  EXPECT_GE(kept, 650);
 }
 
 TEST(AutoLearnerTest, PriorHoldsHeapOutOfLargeCalls) {
@@ -227,6 +237,13 @@ TEST(AutoLearnerTest, ExcessShareIsWhatATrialWastes) {
   l.Observe(kArena, 1000, 1000, false, 0);
   EXPECT_DOUBLE_EQ(l.ExcessShare(kHeap), 0.75);
   EXPECT_DOUBLE_EQ(l.ExcessShare(kArena), 0);
+  // Against the mode untimed calls run in (arena): a trial in it wastes
+  // nothing even where another mode was measured cheaper.
+  l.Observe(kReuse, 500, 1000, false, 0);
+  ASSERT_EQ(l.current(), kArena);
+  EXPECT_DOUBLE_EQ(l.ExcessShare(kArena), 0);
+  EXPECT_DOUBLE_EQ(l.ExcessShare(kReuse), 0);
+  EXPECT_DOUBLE_EQ(l.ExcessShare(kHeap), 0.75);
 }
 
 // Every member from many threads at once, as gRPC's threads call them.

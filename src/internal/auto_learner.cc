@@ -58,12 +58,16 @@ std::optional<AllocationMode> AutoLearner::Trial(double now_s) {
   return std::nullopt;  // every trial handed out; waiting for them to end
 }
 
-// Every candidate (and there is one) has its calls.
+// Every candidate has its calls, or one is left with `min_calls`: more calls
+// of the last candidate cannot change the decision, only cost their bill.
 bool AutoLearner::Finished() const {
-  return std::ranges::any_of(calls_, &ModeCalls::candidate) &&
-         std::ranges::none_of(calls_, [&](const ModeCalls& c) {
-           return c.candidate && c.n() < options_.calls_per_mode;
-         });
+  int left = 0;
+  int fewest = options_.calls_per_mode;
+  for (const ModeCalls& c : calls_) {
+    if (c.candidate) ++left, fewest = std::min(fewest, c.n());
+  }
+  const int needed = left == 1 ? options_.min_calls : options_.calls_per_mode;
+  return left > 0 && fewest >= needed;
 }
 
 int AutoLearner::Cheapest(int min_calls) const {
@@ -152,11 +156,16 @@ double AutoLearner::ExcessShare(AllocationMode mode) const {
   MutexLock lock(&mu_);
   const double own = calls_[static_cast<int>(mode)].median();
   if (own <= 0) return 0;
-  double best = own;
-  for (const ModeCalls& c : calls_) {
-    if (c.median() >= 0) best = std::min(best, c.median());
+  // Against the mode untimed calls run in, once measured: a trial in a mode
+  // no dearer than that one costs nothing a call would not have cost.
+  double ref = calls_[static_cast<int>(current())].median();
+  if (ref < 0) {
+    ref = own;
+    for (const ModeCalls& c : calls_) {
+      if (c.median() >= 0) ref = std::min(ref, c.median());
+    }
   }
-  return 1 - best / own;
+  return std::max(0.0, 1 - ref / own);
 }
 
 void AutoLearner::Load(AllocationMode mode, double now_s,

@@ -27,7 +27,8 @@ struct LearnerOptions {
   // Each candidate mode gets this many timed calls, in turn; the lowest
   // median wins (one page fault must not decide), the running mode stays
   // within `margin`. After `min_calls`, a mode at `drop_ratio` times the
-  // best gets no more trials, and calls running in it move to the best.
+  // best gets no more trials, and calls running in it move to the best; a
+  // decision with one candidate left settles there.
   int calls_per_mode = 24;
   int min_calls = 6;
   double drop_ratio = 1.3;
@@ -71,8 +72,9 @@ class AutoLearner {
   // One timed call in `mode`. True if it settled a decision.
   bool Observe(AllocationMode mode, double cost_ns, double bytes, bool warming,
                double now_s);
-  // How much dearer `mode` is than the cheapest measured in this decision,
-  // as a share of its cost (0 when not known): what a trial in it wastes.
+  // How much dearer `mode` is than the mode untimed calls run in (than the
+  // cheapest measured while that one is not), as a share of its cost (0 when
+  // not known or cheaper): what a trial in it wastes.
   double ExcessShare(AllocationMode mode) const;
   // Settled in `mode` from a decisions file, with its costs (ns per call).
   void Load(AllocationMode mode, double now_s,
