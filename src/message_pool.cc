@@ -8,6 +8,7 @@
 #include "arenarpc/arena.h"
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/protobuf_compat.h"
+#include "src/internal/one_in.h"
 #include "src/internal/pointer_cache.h"
 #include "src/internal/size_guard.h"
 
@@ -55,20 +56,6 @@ namespace {
 constexpr uint32_t kYoungReturns = 1024;
 std::atomic<void (*)(const void*)> pool_destroyed_hook{nullptr};
 std::atomic<bool> heap_instances_for_test{false};
-
-// Per thread and at random (not every n-th return of a thread), so that
-// pools alternating on one thread are sampled alike.
-bool OneIn(uint32_t n) {
-  static thread_local constinit uint64_t state = 0;
-  if (n <= 1) return true;
-  if (state == 0) {
-    state = reinterpret_cast<uintptr_t>(&state) * 0x9E3779B97F4A7C15ull | 1;
-  }
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  return static_cast<uint32_t>(state >> 32) % n == 0;
-}
 
 // The content size where it costs nothing: the hint, or the size cached by
 // a serialization during this use; else 0.
