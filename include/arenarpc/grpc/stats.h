@@ -14,12 +14,9 @@
 //   static arenarpc::MessagePool<MyDoc> docs;
 //   arenarpc::RegisterMessagePoolStats("my.Doc", &docs);
 //
-// RenderPrometheusStats() renders (text exposition format 0.0.4) the
-// core's PrometheusText() (arenarpc/metrics.h), then arenarpc_grpc_*: calls
-// per mode (kAuto's under the mode they ran in), the arena-bytes histogram,
-// streams, each served method's mode and shed calls, and kAuto's and shadow
-// measurement's costs and choices per method. Each family and its labels:
-// docs/OPERATE.md, "Metrics".
+// RenderPrometheusStats(): the core's PrometheusText() (arenarpc/metrics.h),
+// then arenarpc_grpc_*, as text exposition format 0.0.4; each family and
+// its labels: docs/OPERATE.md, "Metrics".
 //
 // Thread safety: everything here may be called from any thread at any time.
 // Counters are read without stopping writers, so a snapshot taken under load
@@ -149,8 +146,7 @@ struct GrpcStats {
   uint64_t idle_trims = 0;  // ServerOptions::idle_trim: trims done
   std::vector<ServedMethodStats> methods;  // every served method
   uint64_t sync_parked = 0;  // sync calls received, not yet handled (0 at rest)
-  // The background thread (idle trimming, kAuto's memory releases and
-  // decision saves, shadow) could not start (e.g. the thread limit): that
+  // The background thread could not start (e.g. the thread limit): its
   // work is not done; calls are served as usual. Logged once to stderr.
   uint64_t background_thread_failures = 0;
   std::vector<MeasuredMethodStats> auto_methods;    // kAuto's choices
