@@ -72,12 +72,10 @@ ModeCosts CostProbe::Measure(std::string_view wire, int rounds) {
       std::optional<MessagePool<Message>> pool;  // none held between samples
       if (mode == AllocationMode::kReuse) pool.emplace(prototype_);
       MessagePool<Message>* const warm = pool ? &*pool : nullptr;
-      // An untimed pass first: memory the previous mode gave back (to
-      // glibc's top, to the page pool) was billed to this one (up to 5x on
-      // 14 KB). Large messages then on a cold heap: past M_TRIM_THRESHOLD
-      // free() gives a parse's heap back to the OS, so a server faults it
-      // in on each call (on a warm heap the probe predicted half the saving
-      // measured on OTLP).
+      // An untimed pass first: memory the previous mode gave back was
+      // billed to this one (up to 5x on 14 KB). Large messages then on a
+      // cold heap, as a server past M_TRIM_THRESHOLD faults them in on each
+      // call (a warm heap predicted half the saving measured on OTLP).
       bool warm_ok = true;
       Time(prototype_, warm, mode, wire, 1, &warm_ok);
       if (wire.size() >= kColdWireBytes) TrimHeap();

@@ -45,10 +45,9 @@ void LowerTo(std::atomic<T>& setting, T value) {
   }
 }
 
-// What changes while the server works: calls, streamed messages (a server
-// that only streams is not idle while they move), and the background
-// thread's tasks (shadow's samples free what they measured after the calls
-// ended; trimming before that would leave it pooled).
+// What changes while the server works: calls, streamed messages, and the
+// background thread's tasks (shadow's samples free memory after their calls
+// ended).
 uint64_t Activity() {
   uint64_t n = BackgroundProgress();
   for (const GrpcModeStats& m : GetGrpcStats().modes)

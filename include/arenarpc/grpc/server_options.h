@@ -9,12 +9,10 @@
 //   r = mysvc::InstallMyServiceAllocators(&service, options);
 //
 // Process-wide settings: `automatic.max_cpu_share`, `idle_trim.idle_ms`
-// and `max_pooled_bytes` act on the whole process, like the pools and the
-// background thread they govern; when installs set different values, the
-// smallest wins (for idle_ms and max_pooled_bytes 0 means "off" and never
-// wins over a set value; a max_cpu_share of 0 does). The mode,
-// `automatic.recheck_after_s` and `shadow.sample_one_in` are per method;
-// shadow's max_cpu_share is process-wide too (arenarpc/grpc/shadow.h).
+// and `max_pooled_bytes`; when installs set different values, the smallest
+// wins (for idle_ms and max_pooled_bytes 0 means "off" and never wins; a
+// max_cpu_share of 0 does). The mode, `automatic.recheck_after_s` and
+// `shadow.sample_one_in` are per method.
 //
 // Thread safety: a plain options struct, copied by the install.
 // Lifetime: independent of the service and the server.
@@ -58,8 +56,7 @@ struct AutoOptions {
 
 // Giving memory back after a burst: after idle_ms without calls, streamed
 // messages or background work, the background thread trims the pools,
-// arenas, page caches and (glibc) the heap once (docs/OPERATE.md, "Memory";
-// none if that thread cannot start: GrpcStats::background_thread_failures).
+// arenas, page caches and (glibc) the heap once (docs/OPERATE.md, "Memory").
 struct IdleTrimOptions {
   int idle_ms = 0;  // 0: off
 };

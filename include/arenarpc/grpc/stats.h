@@ -28,7 +28,6 @@
 #include <array>
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "arenarpc/grpc/install_result.h"

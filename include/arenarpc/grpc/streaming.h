@@ -55,7 +55,6 @@
 #include <memory>
 #include <optional>
 #include <string_view>
-#include <type_traits>
 #include <utility>
 
 #include "arenarpc/arena.h"
