@@ -89,11 +89,10 @@ struct MeasuredMethodStats {
   double settle_s = 0;
   DecisionSource decision_source = DecisionSource::kNone;
   uint64_t prior_decisions = 0;
-  // kAuto's trials: timed and observed; reuse calls on a new pooled
-  // instance (not observed: the pool warming, up to 32 a decision); lost
-  // (ended on another thread or around another call; async: outside its
-  // window); failed (not OK, cancelled, or never came). `untimed`: most of
-  // a window of 32 callback or async trials was lost, so the method paused
+  // kAuto's trials: timed and observed; on a new pooled instance (not
+  // observed); lost (ended on another thread or around another call; async:
+  // outside its window); failed (not OK, cancelled, or never came).
+  // `untimed`: most of a window of trials was lost, so the method paused
   // learning until its re-check (logged once).
   uint64_t timed_calls = 0;
   uint64_t warming_calls = 0;
@@ -108,9 +107,8 @@ std::vector<MeasuredMethodStats> GetMeasuredMethodStats();
 std::vector<AutoMethodStats> GetAutoMethodStats();
 
 // What measuring has cost the process so far, in CPU seconds: the
-// background thread (shadow's parses, kAuto's memory releases, trims),
-// shadow's sampling on the call threads, and kAuto's learning (its
-// budget's bill: trials' excess over the cheapest mode, clock reads).
+// background thread, shadow's sampling on the call threads, and kAuto's
+// learning (trials' excess over the cheapest mode, clock reads).
 struct MeasuringCost {
   double thread_cpu_s = 0;
   double sampling_cpu_s = 0;

@@ -228,9 +228,8 @@ class StreamMessages {
 };
 
 // A streaming method: where its streams' messages come from. Constructing
-// it is the method's install (GetGrpcStats().methods; report(), unary =
-// false); installing it again with other kAuto or shadow options is
-// refused: its streams are heap ones and report() says why.
+// it is the method's install; installing it again with other kAuto or
+// shadow options is refused: its streams are heap ones, report() says why.
 template <class Req, class Resp>
 class StreamMethod {
  public:
