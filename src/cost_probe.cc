@@ -1,31 +1,22 @@
 #include "arenarpc/cost_probe.h"
 
-#include <stdlib.h>  // defines __GLIBC__
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-
 #include <algorithm>
 #include <memory>
 #include <optional>
 
 #include "arenarpc/arena.h"
 #include "arenarpc/internal/cpu_clock.h"
+#include "arenarpc/malloc_tuning.h"
 #include "arenarpc/message_pool.h"
 
 namespace arenarpc {
 namespace {
 
 using google::protobuf::Message;
+using internal::TrimHeap;
 
 constexpr double kMinTimedNs = 50e3;         // shorter: mostly the clock
 constexpr size_t kColdWireBytes = 32 << 10;  // from here on a cold heap
-
-void TrimHeap() {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
 
 double Time(const Message* prototype, MessagePool<Message>* pool,
             AllocationMode mode, std::string_view wire, int reps, bool* ok) {

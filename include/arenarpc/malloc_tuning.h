@@ -47,6 +47,11 @@ struct GlibcMallocOptions {
 // Applies `options` to glibc's malloc (see above).
 absl::Status TuneGlibcMalloc(const GlibcMallocOptions& options = {});
 
+namespace internal {
+// glibc: malloc_trim(0), its free heap memory back to the OS. Else nothing.
+void TrimHeap();
+}  // namespace internal
+
 }  // namespace arenarpc
 
 #endif  // ARENARPC_MALLOC_TUNING_H_
