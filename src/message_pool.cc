@@ -65,10 +65,6 @@ size_t FreeSize(const Message& m, size_t hint) {
   return cached > 0 ? static_cast<size_t>(cached) : 0;
 }
 
-uint64_t NonNegative(int64_t v) {
-  return static_cast<uint64_t>(std::max<int64_t>(0, v));
-}
-
 }  // namespace
 
 class MessagePoolCore::Cache final : public PointerCache {
@@ -334,21 +330,21 @@ MessagePoolStats MessagePoolCore::Stats() const {
   constexpr auto relaxed = std::memory_order_relaxed;
   MessagePoolStats s;
   s.acquisitions = c.hits + c.misses;
-  s.created = NonNegative(created_.Sum());
+  s.created = created_.NonNegativeSum();
   s.reuse_hits = s.acquisitions > s.created ? s.acquisitions - s.created : 0;
   s.evicted_by_guard = evicted_.load(relaxed);
   s.rebuilt_garbage = garbage_.load(relaxed);
   s.rebuilt_aged = aged_.load(relaxed);
   s.rebuilt_after_exception = interrupted_.load(relaxed);
-  s.fresh_arena_returns = NonNegative(fresh_.Sum());
-  s.large_on_arena = NonNegative(large_.Sum());
+  s.fresh_arena_returns = fresh_.NonNegativeSum();
+  s.large_on_arena = large_.NonNegativeSum();
   s.unrouted_large = unrouted_large_.load(relaxed);
   s.fresh_arenas_now = ServingFreshArenas();
   s.dropped_idle = dropped_.load(relaxed);
-  s.in_use = NonNegative(in_use_.Sum());
+  s.in_use = in_use_.NonNegativeSum();
   s.idle = c.in_depot + c.in_threads;
   s.bound_bytes = guard_->Bound();
-  s.retained_bytes = NonNegative(retained_.Sum());
+  s.retained_bytes = retained_.NonNegativeSum();
   const int64_t kept = kept_bytes_.Sum();
   const int64_t regrown = regrown_bytes_.Sum();
   if (kept + regrown > 0) {
