@@ -18,9 +18,8 @@
 // then arenarpc_grpc_*, as text exposition format 0.0.4; each family and
 // its labels: docs/OPERATE.md, "Metrics".
 //
-// Thread safety: everything here may be called from any thread at any time.
-// Counters are read without stopping writers, so a snapshot taken under load
-// may be off by the calls in progress.
+// Thread safety: everything here may be called from any thread at any time;
+// a snapshot taken under load may be off by the calls in progress.
 // Lifetime: registered pools as in arenarpc/metrics.h.
 #ifndef ARENARPC_GRPC_STATS_H_
 #define ARENARPC_GRPC_STATS_H_
