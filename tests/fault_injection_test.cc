@@ -289,7 +289,9 @@ TEST(ArenaFaultTest, ArenaMixingPagesAndFallbackBlocksFreesEachToItsSource) {
     EXPECT_TRUE(MessageDifferencer::Equals(*on_heap, big.reference));
     EXPECT_TRUE(MessageDifferencer::Equals(*on_pages, big.reference));
   }
-  EXPECT_EQ(PagePool::Default().Stats().pages_in_use, pages_in_use);
+  // Every page back; the arena too was destroyed (a fallback block was alive
+  // at its release), so its first page may have gone back as well.
+  EXPECT_LE(PagePool::Default().Stats().pages_in_use, pages_in_use);
   // Every fallback block was freed as one: released arenas are kept again.
   { ScopedArena warm; }
   const uint64_t created = GetArenaStats().arenas_created;
