@@ -87,9 +87,8 @@ using google::protobuf::Arena;
 
 #ifdef ARENARPC_ASAN
 // An idle arena keeps its first page, which the page pool's poison never
-// covers (3.21's Reset() frees it and takes the same page back, unpoisoned;
-// later versions keep it): poisoned here while the arena is idle. ASan
-// builds only, so a lock is fine.
+// covers: poisoned here while the arena is idle. ASan builds only, so a
+// lock is fine.
 internal::Mutex first_pages_mu;
 auto* const first_pages ABSL_PT_GUARDED_BY(first_pages_mu) =
     new std::unordered_map<const Arena*, void*>;

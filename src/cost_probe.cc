@@ -1,31 +1,22 @@
 #include "arenarpc/cost_probe.h"
 
-#include <stdlib.h>  // defines __GLIBC__
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-
 #include <algorithm>
 #include <memory>
 #include <optional>
 
 #include "arenarpc/arena.h"
 #include "arenarpc/internal/cpu_clock.h"
+#include "arenarpc/malloc_tuning.h"
 #include "arenarpc/message_pool.h"
 
 namespace arenarpc {
 namespace {
 
 using google::protobuf::Message;
+using internal::TrimHeap;
 
 constexpr double kMinTimedNs = 50e3;         // shorter: mostly the clock
 constexpr size_t kColdWireBytes = 32 << 10;  // from here on a cold heap
-
-void TrimHeap() {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
 
 double Time(const Message* prototype, MessagePool<Message>* pool,
             AllocationMode mode, std::string_view wire, int reps, bool* ok) {
@@ -72,12 +63,10 @@ ModeCosts CostProbe::Measure(std::string_view wire, int rounds) {
       std::optional<MessagePool<Message>> pool;  // none held between samples
       if (mode == AllocationMode::kReuse) pool.emplace(prototype_);
       MessagePool<Message>* const warm = pool ? &*pool : nullptr;
-      // An untimed pass first: memory the previous mode gave back (to
-      // glibc's top, to the page pool) was billed to this one (up to 5x on
-      // 14 KB). Large messages then on a cold heap: past M_TRIM_THRESHOLD
-      // free() gives a parse's heap back to the OS, so a server faults it
-      // in on each call (on a warm heap the probe predicted half the saving
-      // measured on OTLP).
+      // An untimed pass first: memory the previous mode gave back was
+      // billed to this one (up to 5x on 14 KB). Large messages then on a
+      // cold heap, as a server past M_TRIM_THRESHOLD faults them in on each
+      // call (a warm heap predicted half the saving measured on OTLP).
       bool warm_ok = true;
       Time(prototype_, warm, mode, wire, 1, &warm_ok);
       if (wire.size() >= kColdWireBytes) TrimHeap();

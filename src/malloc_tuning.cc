@@ -90,4 +90,10 @@ absl::Status TuneGlibcMalloc(const GlibcMallocOptions&) {
 
 #endif
 
+void internal::TrimHeap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace arenarpc

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <new>
+#include <utility>
 
 #include "arenarpc/internal/check.h"
 #include "arenarpc/page_pool.h"
@@ -55,9 +56,7 @@ void* MonotonicPageResource::do_allocate(size_t bytes, size_t alignment) {
   }
   void* mem = pool_.Allocate();
   if (mem == nullptr) throw std::bad_alloc();  // pmr's contract
-  auto* page = static_cast<Page*>(mem);
-  page->next = pages_;
-  pages_ = page;
+  pages_ = new (mem) Page{pages_};
   ++pages_held_;
   cursor_ = static_cast<char*>(mem) + sizeof(Page);
   limit_ = static_cast<char*>(mem) + page_size;
@@ -73,11 +72,8 @@ void MonotonicPageResource::release() {
                       std::align_val_t(large_->alignment));
     large_ = next;
   }
-  while (pages_ != nullptr) {
-    Page* next = pages_->next;
-    pool_.Deallocate(pages_);
-    pages_ = next;
-  }
+  while (pages_ != nullptr)
+    pool_.Deallocate(std::exchange(pages_, pages_->next));
   pages_held_ = 0;
   cursor_ = limit_ = nullptr;
 }

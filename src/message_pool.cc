@@ -8,6 +8,7 @@
 #include "arenarpc/arena.h"
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/protobuf_compat.h"
+#include "src/internal/one_in.h"
 #include "src/internal/pointer_cache.h"
 #include "src/internal/size_guard.h"
 
@@ -56,30 +57,12 @@ constexpr uint32_t kYoungReturns = 1024;
 std::atomic<void (*)(const void*)> pool_destroyed_hook{nullptr};
 std::atomic<bool> heap_instances_for_test{false};
 
-// Per thread and at random (not every n-th return of a thread), so that
-// pools alternating on one thread are sampled alike.
-bool OneIn(uint32_t n) {
-  static thread_local constinit uint64_t state = 0;
-  if (n <= 1) return true;
-  if (state == 0) {
-    state = reinterpret_cast<uintptr_t>(&state) * 0x9E3779B97F4A7C15ull | 1;
-  }
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  return static_cast<uint32_t>(state >> 32) % n == 0;
-}
-
 // The content size where it costs nothing: the hint, or the size cached by
 // a serialization during this use; else 0.
 size_t FreeSize(const Message& m, size_t hint) {
   if (hint != 0) return hint;
   const int cached = m.GetCachedSize();
   return cached > 0 ? static_cast<size_t>(cached) : 0;
-}
-
-uint64_t NonNegative(int64_t v) {
-  return static_cast<uint64_t>(std::max<int64_t>(0, v));
 }
 
 }  // namespace
@@ -347,21 +330,21 @@ MessagePoolStats MessagePoolCore::Stats() const {
   constexpr auto relaxed = std::memory_order_relaxed;
   MessagePoolStats s;
   s.acquisitions = c.hits + c.misses;
-  s.created = NonNegative(created_.Sum());
+  s.created = created_.NonNegativeSum();
   s.reuse_hits = s.acquisitions > s.created ? s.acquisitions - s.created : 0;
   s.evicted_by_guard = evicted_.load(relaxed);
   s.rebuilt_garbage = garbage_.load(relaxed);
   s.rebuilt_aged = aged_.load(relaxed);
   s.rebuilt_after_exception = interrupted_.load(relaxed);
-  s.fresh_arena_returns = NonNegative(fresh_.Sum());
-  s.large_on_arena = NonNegative(large_.Sum());
+  s.fresh_arena_returns = fresh_.NonNegativeSum();
+  s.large_on_arena = large_.NonNegativeSum();
   s.unrouted_large = unrouted_large_.load(relaxed);
   s.fresh_arenas_now = ServingFreshArenas();
   s.dropped_idle = dropped_.load(relaxed);
-  s.in_use = NonNegative(in_use_.Sum());
+  s.in_use = in_use_.NonNegativeSum();
   s.idle = c.in_depot + c.in_threads;
   s.bound_bytes = guard_->Bound();
-  s.retained_bytes = NonNegative(retained_.Sum());
+  s.retained_bytes = retained_.NonNegativeSum();
   const int64_t kept = kept_bytes_.Sum();
   const int64_t regrown = regrown_bytes_.Sum();
   if (kept + regrown > 0) {

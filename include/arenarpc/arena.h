@@ -75,14 +75,12 @@ ArenaStats GetArenaStats();
 
 // Destroys the idle arenas of thread caches unused for `idle_for` (as
 // PagePool::ReleaseIdleCaches; zero: also the shared list's); returns how
-// many. Their pages go to this thread's page cache (then FlushThreadCache()
-// and Trim() unmap them). Never waits for another thread's arena use.
+// many. Their pages go to this thread's page cache.
 size_t ReleaseIdleArenas(std::chrono::milliseconds idle_for);
 
 // A protobuf arena borrowed from arenarpc's pool for one scope.
 // Thread safety: as google::protobuf::Arena, Create() may run on several
-// threads at once; construction and destruction must not race with other
-// uses (they may happen on different threads).
+// threads at once, construction and destruction on any one thread.
 // Lifetime: what is created on it is destroyed with it (CloneToHeap() for
 // what must outlive it). Move-only.
 class ScopedArena {

@@ -9,11 +9,9 @@
 //
 // Times are the calling thread's CPU, the minimum over `rounds` rounds
 // (the starting mode rotating from call to call), small messages parsed
-// several times per timing so the clock's cost does not count. Each mode
-// gets an untimed pass of its own first; messages of 32 KiB and more are
-// timed on a heap given back to the OS (malloc_trim), as a glibc server
-// parses them. At most one parsed copy is alive at a time, none between
-// calls (the probe runs beside a server).
+// several times per timing. Each mode gets an untimed pass first; messages
+// of 32 KiB and more are timed on a heap given back to the OS, as a glibc
+// server parses them. At most one parsed copy is alive at a time.
 //
 // Thread safety: a CostProbe is used by one thread at a time.
 // Lifetime: the prototype must outlive the probe.

@@ -11,17 +11,13 @@
 //
 // What it does: glibc serves blocks above M_MMAP_THRESHOLD (128 KiB, raised
 // by itself up to 32 MiB) from fresh mappings, unmapped on free, and gives
-// a heap's free top back above M_TRIM_THRESHOLD. A client receiving large
-// responses then faults fresh pages in for gRPC's receive buffers call
-// after call (docs/MEASURE.md, "Clients"). This sets, with mallopt,
-// M_MMAP_THRESHOLD = mmap_threshold and M_TRIM_THRESHOLD = trim_threshold
-// (as GLIBC_TUNABLES=glibc.malloc.mmap_threshold=...:glibc.malloc.
-// trim_threshold=... would), which also stops glibc's own raising.
+// a heap's free top back above M_TRIM_THRESHOLD, so a client receiving
+// large responses faults fresh pages in call after call (docs/MEASURE.md,
+// "Clients"). This sets both with mallopt, as GLIBC_TUNABLES would.
 //
 // What it costs: memory. Freed memory stays with the process (up to
-// trim_threshold per glibc arena; a long-lived small block can pin a large
-// freed range); malloc_trim(0), as the servers' idle trimming calls it,
-// gives back what is free.
+// trim_threshold per glibc arena); malloc_trim(0), as the servers' idle
+// trimming calls it, gives back what is free.
 //
 // Errors (nothing is changed when one is returned):
 //  - Unimplemented: not built against glibc;
@@ -29,8 +25,7 @@
 //    or linked allocator, a sanitizer's; the message names it), or it
 //    cannot be told (statically linked);
 //  - InvalidArgument: mmap_threshold above glibc's maximum (32 MiB on
-//    64-bit, 16 MiB on 32-bit), trim_threshold above INT_MAX, or a value
-//    mallopt refuses;
+//    64-bit), trim_threshold above INT_MAX, or a value mallopt refuses;
 //  - Internal: glibc refused M_TRIM_THRESHOLD after accepting the other.
 //
 // Thread safety: calls are serialized; the last one wins. Call it first in
@@ -51,6 +46,11 @@ struct GlibcMallocOptions {
 
 // Applies `options` to glibc's malloc (see above).
 absl::Status TuneGlibcMalloc(const GlibcMallocOptions& options = {});
+
+namespace internal {
+// glibc: malloc_trim(0), its free heap memory back to the OS. Else nothing.
+void TrimHeap();
+}  // namespace internal
 
 }  // namespace arenarpc
 

@@ -24,9 +24,7 @@
 // Thread safety: Acquire() and returns may run concurrently on any threads
 // (also on another than the one that acquired); a PooledMessage is not.
 // Lifetime: every PooledMessage must be destroyed before its pool; do not
-// keep pointers into the message after its handle is gone. Full protobuf
-// messages only (not MessageLite). A pool registered with the stats
-// (RegisterMessagePoolStats, arenarpc/metrics.h) leaves them when destroyed.
+// keep pointers into the message after its handle is gone.
 //
 // Misuse: a pool destroyed while PooledMessages live, or an empty handle
 // used (reset(), moved from, default), aborts in debug builds
@@ -96,9 +94,7 @@ struct MessagePoolStats {
   uint64_t idle = 0;              // instances kept for reuse
   uint64_t bound_bytes = 0;       // the growth bound
   uint64_t retained_bytes = 0;    // bytes of the idle instances
-  // Percent of arena bytes a use did not allocate again (low: see
-  // ReuseLimit()).
-  uint64_t kept_percent = 100;
+  uint64_t kept_percent = 100;    // % of arena bytes a use did not allocate
 };
 
 namespace internal {

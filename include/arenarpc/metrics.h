@@ -21,11 +21,9 @@
 // Reading stats has no side effect: it neither creates PagePool::Default()
 // nor the arena cache, so SetGlobalArenaOptions() still works after it.
 //
-// Thread safety: everything here may be called from any thread at any time.
-// Counters are read without stopping writers, so a snapshot taken under load
-// may be off by the operations in progress.
-// Lifetime: a registered pool leaves the registry when it is destroyed
-// (before any of it is gone); registering it again after that is fine.
+// Thread safety: everything here may be called from any thread at any time;
+// a snapshot taken under load may be off by the operations in progress.
+// Lifetime: a registered pool leaves the registry when it is destroyed.
 #ifndef ARENARPC_METRICS_H_
 #define ARENARPC_METRICS_H_
 

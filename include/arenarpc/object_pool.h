@@ -19,38 +19,30 @@
 //   arenarpc::RegisterObjectPoolStats("my.Request", &pool);
 //
 // Design (docs/DESIGN.md, "Objects"): blocks mapped from the OS, aligned to
-// their size, so a live object costs its size rounded up to its alignment,
-// no header. Each thread caches free objects as pointers in two "magazines"
-// of 256: New/Delete pop or push one, with no lock, no atomic
-// read-modify-write and without touching the free object; once per 256
-// operations it swaps a magazine with its shard of a global depot. Default()
-// has a per-type `thread_local` cache (the fastest path), is constant-
-// initialised (usable from static initialisers and destructors) and never
-// destroyed; an instance finds its cache through a "last pool used" entry.
+// their size, so an object has no header. Each thread caches free objects
+// in two "magazines" of pointers: New/Delete pop or push one, with no lock
+// and no atomic read-modify-write; a full or empty magazine is swapped with
+// a sharded depot. Default() has a per-type `thread_local` cache, is
+// constant-initialised (usable from static initialisers and destructors)
+// and never destroyed.
 //
 // Thread safety: every member function may be called from any thread, and
-// an object may be deleted by another thread than the one that made it: the
-// deleting thread's full magazines go to the depot, where allocating threads
-// take them first, so producer/consumer memory stays bounded by the objects
-// in flight plus the caches (2 * magazine_size per thread, one carved batch).
+// an object may be deleted by another thread than the one that made it:
+// full magazines go through the depot, so producer/consumer memory stays
+// bounded by the objects in flight plus 2 * magazine_size per thread.
 //
 // Lifetime: an exiting thread hands its cache to the depot. An instance must
-// outlive every use of its objects: its destructor unmaps all blocks, objects
-// not yet deleted included, without running their destructors. Trim() unmaps
-// the blocks all of whose objects are free in the depot (after flushing the
-// calling thread's cache; other threads' caches keep their blocks alive until
-// they exit or call FlushThreadCache()).
+// outlive its objects: its destructor unmaps all blocks without running the
+// destructors of objects not yet deleted. Trim() unmaps the blocks whose
+// objects are all free in the depot (other threads' caches keep theirs
+// until they exit or call FlushThreadCache()).
 //
 // Misuse, by build (debug: ARENARPC_DEBUG_CHECKS, on unless NDEBUG):
 //  - a double Delete/Deallocate: debug and ASan builds abort ("freed twice")
-//    before ~T runs again; release: undefined (handed out twice later);
-//  - an object of another pool (Default() included): debug builds abort
-//    ("not from this pool"); release: undefined;
-//  - an address inside a block that is not an object: debug builds abort
-//    ("not the address of an object"); any other address no ObjectPool
-//    handed out is undefined behaviour in every build;
-//  - use after Delete: undefined behaviour; ASan reports use-after-poison;
-//  - destroying an instance with objects alive: defined, see "Lifetime".
+//    before ~T runs again; release: undefined;
+//  - an object of another pool, or an address inside a block that is not an
+//    object: debug builds abort; release: undefined;
+//  - use after Delete: undefined behaviour; ASan reports use-after-poison.
 // Out of memory: New() throws std::bad_alloc (aborts without exceptions),
 // Allocate() returns nullptr. If the heap refuses the few KiB of a magazine,
 // a thread works uncached, and a freed object with no magazine to go to is
@@ -75,11 +67,8 @@ struct ObjectPoolOptions {
   // Free objects per magazine; a thread caches at most two magazines. Larger
   // means fewer depot trips, more memory parked per thread.
   uint32_t magazine_size = 256;
-  // Spare (empty) magazines, magazine_size * 8 bytes each, the depot keeps
-  // at least. Each shard also keeps as many as it held full at its peak
-  // since the last Trim(), so a depot that is drained and filled again (a
-  // thread allocating, then freeing, many objects) reuses its magazines
-  // instead of freeing and re-allocating them. Trim() frees every spare.
+  // Spare (empty) magazines the depot keeps at least; a shard also keeps as
+  // many as it held full at its peak since the last Trim(), which frees them.
   uint32_t max_empty_magazines = 256;
   // Depot shards, each with its own lock; a thread uses its home shard and
   // steals from the others only when that is empty. 0: twice the hardware
@@ -200,11 +189,10 @@ class ObjectPool {
 
   bool IsDefault() const { return this == &Default(); }
 
-  // This thread's Default() cache, addressed through a register: the empty
-  // asm hides the pointer, so the TLS address is computed once per loop and
-  // the cache accessed as `offset(%reg)`, not `%fs:offset`, which measured
-  // cheaper on AMD Zen 4 and costs nothing elsewhere (docs/DESIGN_NOTES.md,
-  // "ObjectPool: what closes the gap to the floor").
+  // This thread's Default() cache through a register: the empty asm makes
+  // the compiler compute the TLS address once per loop, which measured
+  // cheaper on AMD Zen 4 (docs/DESIGN_NOTES.md, "ObjectPool: what closes the
+  // gap to the floor").
   static internal::ThreadCache* DefaultCache() {
     internal::ThreadCache* c = &default_cache_;
 #if defined(__GNUC__)
@@ -225,8 +213,7 @@ class ObjectPool {
   internal::FixedPool pool_;
 
   // Default()'s cache for this thread: constinit and trivially destructible,
-  // so no TLS guard or wrapper call. Magazines attach on first use and go
-  // back at thread exit (ThreadSlots' exit hook).
+  // so no TLS guard; its magazines go back at thread exit.
   ARENARPC_TLS_MODEL static inline thread_local constinit internal::ThreadCache
       default_cache_;
 };

@@ -16,11 +16,10 @@
 // destructor unmaps the cached pages; pages still out are leaked (their
 // owner may still use them). `Default()` is never destroyed.
 //
-// Misuse, undefined behaviour in release builds unless said: a page
-// returned twice (debug and ASan builds abort), a page not from this pool
-// (debug builds abort), a page touched after its return (ASan:
-// use-after-poison), a pool destroyed with pages out (debug builds abort;
-// release builds leak those pages).
+// Misuse, undefined behaviour in release builds: a page returned twice
+// (debug and ASan builds abort), a page not from this pool or a pool
+// destroyed with pages out (debug builds abort), a page touched after its
+// return (ASan: use-after-poison).
 #ifndef ARENARPC_PAGE_POOL_H_
 #define ARENARPC_PAGE_POOL_H_
 
@@ -94,11 +93,9 @@ class PagePool final {
            options_.page_size;
   }
 
-  // Unmaps the pages of every thread cache unused for `idle_for` and
-  // returns the bytes unmapped. Idleness is observed across calls (the fast
-  // path keeps no clock): called every idle_for / 2, a cache goes within
-  // idle_for + two periods of its last use. Zero: every cache not in use
-  // now. The depot is not touched; never waits for another thread.
+  // Unmaps the pages of every thread cache unused for `idle_for` (zero:
+  // not in use now; the fast path keeps no clock, so idleness is seen
+  // across calls) and returns the bytes. Never waits for another thread.
   size_t ReleaseIdleCaches(std::chrono::milliseconds idle_for);
 
  private:

@@ -2,12 +2,6 @@
 // (ServerOptions::idle_trim, ServerOptions::max_pooled_bytes), on the
 // background thread (src/internal/background.h): a tick every 100 ms, and a
 // cap trim posted when a call finds the process over the cap.
-#include <stdlib.h>  // defines __GLIBC__ for the test below
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -23,6 +17,7 @@
 #include "arenarpc/grpc/stream.h"
 #include "arenarpc/grpc/streaming.h"
 #include "arenarpc/internal/mutex.h"
+#include "arenarpc/malloc_tuning.h"
 #include "arenarpc/page_pool.h"
 #include "src/internal/background.h"
 
@@ -45,10 +40,9 @@ void LowerTo(std::atomic<T>& setting, T value) {
   }
 }
 
-// What changes while the server works: calls, streamed messages (a server
-// that only streams is not idle while they move), and the background
-// thread's tasks (shadow's samples free what they measured after the calls
-// ended; trimming before that would leave it pooled).
+// What changes while the server works: calls, streamed messages, and the
+// background thread's tasks (shadow's samples free memory after their calls
+// ended).
 uint64_t Activity() {
   uint64_t n = BackgroundProgress();
   for (const GrpcModeStats& m : GetGrpcStats().modes)
@@ -106,9 +100,7 @@ bool Tick(Clock::time_point now) {
     trimmed = false;
   } else if (!trimmed && now - *last_change >= milliseconds(idle)) {
     TrimPools(milliseconds(0));  // the server is idle
-#if defined(__GLIBC__)
-    malloc_trim(0);  // glibc keeps freed heap memory otherwise
-#endif
+    TrimHeap();                  // glibc keeps freed heap memory otherwise
     idle_trims.fetch_add(1, std::memory_order_relaxed);
     trimmed = true;
   }

@@ -86,10 +86,8 @@ absl::Status InstallResult::status() const {
 
 InstallResult&& InstallResult::Finish() && {
   if (!ok()) {
-    // Installs run before the server exists, often before grpc_init, which
-    // is what sets gRPC's log verbosity: until then gpr_log drops even
-    // errors. Set it as grpc_init would (GRPC_VERBOSITY; an explicit
-    // gpr_set_log_verbosity stays).
+    // Often before grpc_init, which sets gRPC's log verbosity: until then
+    // gpr_log drops even errors. Set it as grpc_init would.
     gpr_log_verbosity_init();
     gpr_log(GPR_ERROR, "arenarpc: nothing installed: %s", ToString().c_str());
   }

@@ -28,6 +28,7 @@
 #include "arenarpc/page_pool.h"
 #include "src/grpc/measured_stats.h"
 #include "src/internal/background.h"
+#include "src/internal/one_in.h"
 
 namespace arenarpc::internal {
 
@@ -252,16 +253,6 @@ bool Push(Sample&& s) {
   return true;
 }
 
-uint32_t NextRandom() {
-  static thread_local constinit uint64_t state = 0;
-  if (state == 0)
-    state = reinterpret_cast<uintptr_t>(&state) * 0x9E3779B97F4A7C15ull | 1;
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  return static_cast<uint32_t>(state >> 32);
-}
-
 }  // namespace
 
 ShadowMeter::ShadowMeter(std::string name, AllocationMode installed,
@@ -292,7 +283,7 @@ ShadowMeter::ShadowMeter(std::string name, AllocationMode installed,
 bool ShadowMeter::ShouldSample() {
   const uint32_t one_in =
       static_cast<uint32_t>(std::max(state_->options.sample_one_in, 0));
-  if (one_in == 0 || NextRandom() % one_in != 0) return false;
+  if (one_in == 0 || !OneIn(one_in)) return false;
   if (queued.load(std::memory_order_relaxed) < kMaxQueued) return true;
   state_->dropped.fetch_add(1, std::memory_order_relaxed);  // not serialized
   return false;

@@ -32,21 +32,16 @@ Totals& GetTotals() {
   return *totals;
 }
 
-uint64_t Read(const internal::StripedCounter& c) {
-  const int64_t v = c.Sum();
-  return v < 0 ? 0 : static_cast<uint64_t>(v);  // torn read under load
-}
-
 }  // namespace
 
 StreamArenaTotals GetStreamArenaTotals() {
   const Totals& t = GetTotals();
-  return {.streams = Read(t.streams),
-          .streams_created = Read(t.streams_created),
-          .messages = Read(t.messages),
-          .generations = Read(t.generations),
-          .live_messages = Read(t.live_messages),
-          .live_generations = Read(t.live_generations)};
+  return {.streams = t.streams.NonNegativeSum(),
+          .streams_created = t.streams_created.NonNegativeSum(),
+          .messages = t.messages.NonNegativeSum(),
+          .generations = t.generations.NonNegativeSum(),
+          .live_messages = t.live_messages.NonNegativeSum(),
+          .live_generations = t.live_generations.NonNegativeSum()};
 }
 
 StreamArena::StreamArena(size_t recycle_bytes) : recycle_bytes_(recycle_bytes) {
@@ -157,14 +152,14 @@ void RecordStreamRelease(AllocationMode mode, uint64_t arena_bytes,
 
 StreamTotals GetStreamTotals() {
   const MessagesTotals& t = GetMessagesTotals();
-  StreamTotals s{.streams = Read(t.streams),
-                 .streams_opened = Read(t.streams_opened),
-                 .live_messages = Read(t.live_messages),
-                 .arena_resets = Read(t.arena_resets),
-                 .arena_bytes = Read(t.arena_bytes),
-                 .sampled = Read(t.sampled)};
+  StreamTotals s{.streams = t.streams.NonNegativeSum(),
+                 .streams_opened = t.streams_opened.NonNegativeSum(),
+                 .live_messages = t.live_messages.NonNegativeSum(),
+                 .arena_resets = t.arena_resets.NonNegativeSum(),
+                 .arena_bytes = t.arena_bytes.NonNegativeSum(),
+                 .sampled = t.sampled.NonNegativeSum()};
   for (int i = 0; i < kNumAllocationModes; ++i) {
-    s.messages[i] = Read(t.messages[i]);
+    s.messages[i] = t.messages[i].NonNegativeSum();
   }
   return s;
 }

@@ -1,9 +1,8 @@
 // The library's one background thread: idle trimming, kAuto's memory
 // releases and decision saves, shadow measurement's samples. It runs at
-// nice 19, starts with the first task or tick (from whichever thread posts
-// it, a gRPC call thread) and is joined at exit. If it cannot start (the
-// process at its thread limit) nothing runs in the background (counted,
-// logged once) and calls are served as usual; nothing throws.
+// nice 19, starts with the first task or tick and is joined at exit. If it
+// cannot start, nothing runs in the background (counted, logged once);
+// nothing throws.
 //
 //   internal::PostBackground([] { ... });   // soon, once
 //   internal::AddBackgroundTick([] { ... }); // every kBackgroundTick

@@ -70,10 +70,9 @@ struct alignas(64) FixedPool::Shard {
     return m;
   }
   // Keeps `m` as a spare while there are fewer than max(min_spares,
-  // peak_full), else frees it: a depot drained and filled again reuses its
-  // magazines, where freeing and re-allocating them made glibc trim and
-  // re-fault its per-thread arenas (docs/DESIGN_NOTES.md, "The 2-thread
-  // gap"). Trim() frees every spare.
+  // peak_full), else frees it: freeing and re-allocating magazines made
+  // glibc trim and re-fault its arenas (docs/DESIGN_NOTES.md, "The 2-thread
+  // gap").
   void FreeMagazine(Magazine* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (empty_count < min_spares || empty_count < peak_full) {
       m->next = empty;
@@ -484,9 +483,8 @@ void FixedPool::DebugCheckReturnable(const void* p) const {
   ARENARPC_CHECK(b->magic == kBlockMagic && b->owner == this,
                  "ObjectPool::Delete/Deallocate: object is not from this pool");
   // Wraps around below the first slot: caught as too far.
-  const size_t offset = static_cast<size_t>(static_cast<const char*>(p) -
-                                            reinterpret_cast<const char*>(b)) -
-                        header_size_;
+  const size_t offset =
+      (reinterpret_cast<uintptr_t>(p) & (block_size_ - 1)) - header_size_;
   const size_t slot = offset / stride_;
   ARENARPC_CHECK(offset % stride_ == 0 && slot < slots_per_block_,
                  "ObjectPool::Delete/Deallocate: not the address of an object");
@@ -500,9 +498,9 @@ void FixedPool::DebugCheckReturnable(const void* p) const {
 void FixedPool::DebugMark(const void* p, bool in_use) const {
   if (!has_bitmap_) return;
   BlockHeader* b = HeaderOf(p);
-  const size_t slot = (static_cast<const char*>(p) -
-                       reinterpret_cast<char*>(b) - header_size_) /
-                      stride_;
+  const size_t slot =
+      ((reinterpret_cast<uintptr_t>(p) & (block_size_ - 1)) - header_size_) /
+      stride_;
   const uint64_t mask = uint64_t{1} << (slot % 64);
   std::atomic<uint64_t>& word = b->in_use_bits()[slot / 64];
   const uint64_t old = in_use

@@ -138,9 +138,8 @@ void PointerCache::MaybeDecay() {
 }
 
 size_t PointerCache::DecayTick(bool* more) {
-  // Runs inside a Push, often in a destructor (a returned message, an
-  // arena's pages): allocates nothing, throws nothing, and destroys at
-  // most about kDecayBatch items (munmap, destructors) per tick.
+  // Runs inside a Push, often in a destructor: allocates nothing, throws
+  // nothing, destroys at most about kDecayBatch items per tick.
   void* batch[kDecayBatch];
   size_t n;
   {
@@ -158,11 +157,9 @@ size_t PointerCache::DecayTick(bool* more) {
   }
   Destroy(batch, n);
   if (*more || decay_period_.count() == 0) return n;
-  // Stacks unchanged for a period, as the ticks see it (one to two
-  // periods; with half a period a burst's peak RSS rose 1.6x, likely from
-  // threads one slow call kept busy losing their caches:
-  // docs/DESIGN_NOTES.md). Any left over wait for the next tick, a period
-  // on: a sooner one would decay depot items watched for less than one.
+  // Stacks unchanged for a period, as the ticks see it (one to two periods;
+  // half a period raised a burst's peak RSS: docs/DESIGN_NOTES.md). Any
+  // left over wait for the next tick, a period on.
   return n + ReleaseIdleStacks(decay_period_, kDecayBatch);
 }
 

@@ -89,17 +89,15 @@ class PointerCache : private ThreadSlots::Owner {
   void FlushThisThread();  // this thread's stack -> depot
   size_t DrainDepot();     // Destroy()s everything in the depot; how many
   // Destroy()s the items of every stack no Pop/Push changed for `idle_for`
-  // (counted from the first call that finds it unchanged; zero: every stack
-  // not in use now); returns how many. An emptied stack refills on its
-  // next Pop.
+  // (from the first call that finds it unchanged; zero: every stack not in
+  // use now); returns how many.
   size_t ReleaseIdle(std::chrono::nanoseconds idle_for) {
     return ReleaseIdleStacks(idle_for, ~size_t{0});
   }
   // One decay tick, whatever the time: Destroy()s the depot's items no Pop
-  // reached since the last tick (the bottom of a LIFO depot), at most 64
-  // (the rest on a tick 1/16 of a period on), then, if none are left, the
-  // stacks unchanged for a period. Allocates nothing for the depot's part,
-  // never throws (it runs in destructors). Returns how many.
+  // reached since the last tick, at most 64 (the rest 1/16 of a period on),
+  // then, if none are left, the stacks unchanged for a period. Never throws
+  // (it runs in destructors). Returns how many.
   size_t Decay() {
     bool more = false;
     return DecayTick(&more);

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -273,19 +274,26 @@ class AsyncCall {
   bool answered_ = false;
 };
 
-TEST(AsyncShedTest, CallPastItsDeadlineSkipsTheHandler) {
-  AsyncMethod<EchoRequest, EchoResponse> method(kEcho, AllocationMode::kArena);
+uint64_t ShedDeadline(std::string_view method) {
+  const internal::ShedCounters* shed = internal::FindShedCounters(method);
+  return shed != nullptr ? shed->deadline.load() : 0;
+}
+
+// A call held past its deadline is answered DEADLINE_EXCEEDED without its
+// handler and counted as shed for `name`; a call in time is served.
+void ExpectHeldCallShed(AsyncMethod<EchoRequest, EchoResponse>* method,
+                        std::string_view name) {
   std::atomic<int> runs{0};
   testing::AsyncEchoQueue queue(
       [&](EchoService::AsyncService* service, grpc::ServerCompletionQueue* cq) {
-        new AsyncCall(service, cq, &method, &runs);
+        new AsyncCall(service, cq, method, &runs);
       },
       [](grpc::ServerCompletionQueue* cq) {
         void* tag;
         bool ok;
         while (NextTag(cq, &tag, &ok)) static_cast<AsyncCall*>(tag)->OnTag(ok);
       });
-  const ServedMethodStats before = EchoStats();
+  const uint64_t before = ShedDeadline(name);
   EchoRequest request;
   echo::BuildEchoRequest(/*scale=*/2, /*seed=*/1, &request);
   {
@@ -297,16 +305,35 @@ TEST(AsyncShedTest, CallPastItsDeadlineSkipsTheHandler) {
     EXPECT_EQ(queue.stub().Echo(&context, request, &response).error_code(),
               grpc::StatusCode::DEADLINE_EXCEEDED);
   }
-  ASSERT_TRUE(WaitFor([&] {
-    return EchoStats().shed_deadline > before.shed_deadline || runs.load() > 0;
-  }));
-  EXPECT_EQ(EchoStats().shed_deadline, before.shed_deadline + 1);
+  ASSERT_TRUE(
+      WaitFor([&] { return ShedDeadline(name) > before || runs.load() > 0; }));
+  EXPECT_EQ(ShedDeadline(name), before + 1);
   EXPECT_EQ(runs.load(), 0) << "the handler ran";
-  // A call in time is served.
   grpc::ClientContext context;
   EchoResponse response;
   EXPECT_TRUE(queue.stub().Echo(&context, request, &response).ok());
   EXPECT_EQ(runs.load(), 1);
+}
+
+TEST(AsyncShedTest, CallPastItsDeadlineSkipsTheHandler) {
+  AsyncMethod<EchoRequest, EchoResponse> method(kEcho, AllocationMode::kArena);
+  const ServedMethodStats before = EchoStats();
+  ExpectHeldCallShed(&method, kEcho);
+  EXPECT_EQ(EchoStats().shed_deadline, before.shed_deadline + 1);
+}
+
+// A refused install (the method installed before with other kAuto options)
+// serves from the heap and sheds like a served one: it has shed counters.
+TEST(AsyncShedTest, RefusedInstallShedsLikeAServedOne) {
+  constexpr char kName[] = "arenarpc.echo.EchoService/EchoRefusedAsync";
+  const ServerOptions first(AllocationMode::kAuto);
+  ServerOptions other = first;
+  other.automatic.recheck_after_s = first.automatic.recheck_after_s + 1;
+  AsyncMethod<EchoRequest, EchoResponse> served(kName, first);
+  AsyncMethod<EchoRequest, EchoResponse> refused(kName, other);
+  ASSERT_TRUE(served.report().served);
+  ASSERT_FALSE(refused.report().served) << refused.report().reason;
+  ExpectHeldCallShed(&refused, kName);
 }
 
 }  // namespace

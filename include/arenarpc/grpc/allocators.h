@@ -13,19 +13,17 @@
 //   // mode frees it):
 //   context->GetRpcAllocatorState()->FreeRequest();
 //
-// Modes (docs/MODES.md): kHeap, heap objects as gRPC makes them (counted);
-// kArena, each message on a pooled ScopedArena owned by the call; kReuse,
-// borrowed from DefaultMessagePool<T> and returned cleared; kAuto, per
-// method, one of the three picked by timing the method's own calls. Over
-// ServerOptions::max_pooled_bytes calls get heap messages; the kill switch
-// (kill_switch.h) makes every mode kHeap. After FreeRequest() (which gRPC's
-// own holder ignores) the handler must not touch the request.
+// Modes (docs/MODES.md): kHeap, heap objects as gRPC makes them; kArena,
+// each message on a pooled ScopedArena owned by the call; kReuse, borrowed
+// from DefaultMessagePool<T>; kAuto, per method, one of the three picked by
+// timing the method's own calls. Over max_pooled_bytes calls get heap
+// messages; the kill switch makes every mode kHeap. After FreeRequest() the
+// handler must not touch the request.
 //
 // Thread safety: allocators are thread-safe; a call's holder is used by one
 // call at a time, as gRPC guarantees.
 // Lifetime: DefaultMessageAllocator()'s allocators, DefaultMessagePool()'s
-// pools and an install's MeteredMessageAllocator (one per method and mode:
-// install once per service, not per call) are process-wide and never
+// pools and an install's MeteredMessageAllocator are process-wide and never
 // destroyed. An allocator you make yourself must outlive the server.
 #ifndef ARENARPC_GRPC_ALLOCATORS_H_
 #define ARENARPC_GRPC_ALLOCATORS_H_

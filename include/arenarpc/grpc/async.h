@@ -33,12 +33,10 @@
 //
 // A call's messages are taken when its CallData is made (gRPC's async API
 // parses into the request before handing out the call) and given back when
-// it is destroyed; stats count the call then, so requests still posted at
-// shutdown count too. kAuto learns on the real calls only with the three
-// lines (NextTag, Arrived(), Answered()): a call is timed on the thread of
-// the NextTag that returned its tag, from before that Next() to after
-// Finish() (docs/ASYNC.md, "auto on the async API"); without them the
-// method stays in its starting mode. A complete server in this shape:
+// it is destroyed. kAuto learns on the real calls only with the three lines
+// (NextTag, Arrived(), Answered()): a call is timed from before the Next()
+// that returned its tag to after Finish() (docs/ASYNC.md); without them the
+// method stays in its starting mode. A complete server:
 // examples/echo_async_server.cc.
 //
 // Thread safety: AsyncMethod is thread-safe (NewCall from any thread);

@@ -29,18 +29,15 @@
 //   rpc->Finish(queued.response(), &status, tag);
 //
 // Then() moves the context, request and response into the callback it
-// returns (gRPC needs them until it has run). The context is destroyed just
-// before `done` runs, so `done` cannot read trailing metadata or the peer
-// (docs/DESIGN_NOTES.md, "Clients: the context goes first"); the rest right
-// after it, or with the callback if gRPC drops it unrun. The accessors keep
-// their pointers after Then() (it may share their argument list); do not
-// use them once the call may have completed.
+// returns. The context is destroyed just before `done` runs, so `done`
+// cannot read trailing metadata or the peer (docs/DESIGN_NOTES.md,
+// "Clients: the context goes first"); the rest right after it, or with the
+// callback if gRPC drops it unrun. The accessors keep their pointers after
+// Then(); do not use them once the call may have completed.
 //
 // Thread safety: a ClientCall is used by one thread until Then(); `done`
 // runs on a gRPC thread. Lifetime: pools passed in must outlive the call,
-// including its callback: the messages go back to them right after `done`
-// returns (examples/echo_client.cc waits for their Stats().in_use to reach
-// 0 before destroying them).
+// including its callback: the messages go back right after `done` returns.
 #ifndef ARENARPC_GRPC_CLIENT_H_
 #define ARENARPC_GRPC_CLIENT_H_
 

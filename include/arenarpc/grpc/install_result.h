@@ -8,13 +8,11 @@
 //   }
 //   std::cout << r.ToString() << "\n";   // "3 of 4 unary methods served ..."
 //
-// An install serves each unary method that is implemented with the sync
-// API (`Svc::Service`) or the callback API (`Svc::CallbackService`), and
-// says why it left any other one alone (an async, raw or generic method, a
-// streamed-unary one, a handler that is not gRPC's generated one). A
-// service with unary methods of which none could be served is an error:
-// status() is FailedPrecondition and the install logs one line (gpr_log,
-// GPR_ERROR). The result is [[nodiscard]]: ignoring it is a warning.
+// An install serves each unary method implemented with the sync or the
+// callback API, and says why it left any other one alone (an async, raw or
+// generic method, a handler that is not gRPC's generated one). A service
+// with unary methods of which none could be served is an error: status()
+// is FailedPrecondition and the install logs one line (GPR_ERROR).
 //
 // Thread safety: a value type; const methods may be called concurrently.
 // Lifetime: independent of the service and the server.
@@ -45,9 +43,9 @@ struct MethodInstall {
   bool unary = true;
   bool served = false;
   ServerApi api = ServerApi::kSync;  // when served
-  AllocationMode mode =
-      AllocationMode::kArena;  // when served (kill switch applied)
-  std::string reason;          // when not served: why
+  // When served, with the kill switch applied; when not served: why.
+  AllocationMode mode = AllocationMode::kArena;
+  std::string reason;
 };
 
 class [[nodiscard]] InstallResult {
@@ -75,8 +73,7 @@ class [[nodiscard]] InstallResult {
   bool ok() const { return status().ok(); }
   // One line: "<service>: 2 of 3 unary methods served (A: sync, arena; B:
   // callback, arena); 1 streaming method served (D: sync, arena); not
-  // served: C (async completion-queue method)". Without unary methods the
-  // unary part is left out when streaming methods are served.
+  // served: C (async completion-queue method)".
   std::string ToString() const;
 
   // Called by the generated install once it is complete: logs one error

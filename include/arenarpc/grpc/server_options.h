@@ -9,12 +9,10 @@
 //   r = mysvc::InstallMyServiceAllocators(&service, options);
 //
 // Process-wide settings: `automatic.max_cpu_share`, `idle_trim.idle_ms`
-// and `max_pooled_bytes` act on the whole process, like the pools and the
-// background thread they govern; when installs set different values, the
-// smallest wins (for idle_ms and max_pooled_bytes 0 means "off" and never
-// wins over a set value; a max_cpu_share of 0 does). The mode,
-// `automatic.recheck_after_s` and `shadow.sample_one_in` are per method;
-// shadow's max_cpu_share is process-wide too (arenarpc/grpc/shadow.h).
+// and `max_pooled_bytes`; when installs set different values, the smallest
+// wins (for idle_ms and max_pooled_bytes 0 means "off" and never wins; a
+// max_cpu_share of 0 does). The mode, `automatic.recheck_after_s` and
+// `shadow.sample_one_in` are per method.
 //
 // Thread safety: a plain options struct, copied by the install.
 // Lifetime: independent of the service and the server.
@@ -30,13 +28,11 @@
 namespace arenarpc {
 
 // kAuto (arenarpc/allocation_mode.h): per method, a few calls are served in
-// each of heap, arena and reuse and timed where they run (CPU per wire
-// byte); the cheapest by median is kept and checked again every
-// `recheck_after_s` (docs/MODES.md).
-// `max_cpu_share` (process-wide, the smallest wins): a call is a trial only
-// while what trials cost over the cheapest mode, and their clock reads, fit
-// this share of the process's CPU plus a 5 ms credit. 0: the methods stay
-// on arena after the credit.
+// each of heap, arena and reuse and timed where they run; the cheapest by
+// median is kept and checked again every `recheck_after_s` (docs/MODES.md).
+// `max_cpu_share`: a call is a trial only while what trials cost over the
+// cheapest mode fits this share of the process's CPU plus a 5 ms credit
+// (0: arena once the credit is spent).
 // `prior`: a method whose calls carry `min_bytes` or more does not try heap
 // unless the cheapest mode costs under `heap_ns_per_byte`. 0: off.
 // `decisions_path` (empty: off): a JSON file read at install whose matching
@@ -58,8 +54,7 @@ struct AutoOptions {
 
 // Giving memory back after a burst: after idle_ms without calls, streamed
 // messages or background work, the background thread trims the pools,
-// arenas, page caches and (glibc) the heap once (docs/OPERATE.md, "Memory";
-// none if that thread cannot start: GrpcStats::background_thread_failures).
+// arenas, page caches and (glibc) the heap once (docs/OPERATE.md, "Memory").
 struct IdleTrimOptions {
   int idle_ms = 0;  // 0: off
 };
@@ -71,10 +66,9 @@ struct ServerOptions {
   ShadowOptions shadow;   // arenarpc/grpc/shadow.h
   AutoOptions automatic;  // kAuto's budget, prior, decisions file
   IdleTrimOptions idle_trim;
-  // Cap on the pooled memory of the process (PagePool::Default()'s mapped
-  // bytes, kReuse's instances included); 0: none. While over it, new calls
-  // get heap messages (counted: GrpcStats::over_cap_heap_calls) and the
-  // depots are trimmed at once; calls are never failed (docs/OPERATE.md).
+  // Cap on PagePool::Default()'s mapped bytes; 0: none. While over it, new
+  // calls get heap messages (GrpcStats::over_cap_heap_calls) and the depots
+  // are trimmed at once; calls are never failed (docs/OPERATE.md).
   uint64_t max_pooled_bytes = 0;
 };
 

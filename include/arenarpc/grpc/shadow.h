@@ -11,15 +11,12 @@
 //   for (const auto& m : arenarpc::GetGrpcStats().shadow_methods) { ... }
 //
 // A sampled call's request and response are serialized on its thread and
-// parsed again in each mode on the library's background thread
-// (arenarpc/cost_probe.h, arenarpc/mode_chooser.h); per method,
-// GetGrpcStats().shadow_methods shows the cost per mode, the cheaper mode
-// and the saving per call. It never waits: samples that do not fit the
-// bounded queue, or would take measuring over `max_cpu_share` of the
-// process's CPU, are dropped (counted). With `capture_dir`, sampled
-// requests are also written as <capture_dir>/<method>/NNNNNN.bin (the type
-// in <capture_dir>/<method>/TYPE) for arenarpc_advise (docs/ADVISE.md); a
-// write error stops capturing for that method (capture_errors).
+// parsed again in each mode on the library's background thread; per
+// method, GetGrpcStats().shadow_methods shows the cost per mode, the
+// cheaper mode and the saving per call. It never waits: samples that do not
+// fit the bounded queue or `max_cpu_share` are dropped (counted). With
+// `capture_dir`, sampled requests are also written as
+// <capture_dir>/<method>/NNNNNN.bin for arenarpc_advise (docs/ADVISE.md).
 // `max_cpu_share` is process-wide (when installs differ, the largest wins)
 // and separate from kAuto's budget; shadow never feeds kAuto's decision.
 //

@@ -14,16 +14,12 @@
 //   static arenarpc::MessagePool<MyDoc> docs;
 //   arenarpc::RegisterMessagePoolStats("my.Doc", &docs);
 //
-// RenderPrometheusStats() renders (text exposition format 0.0.4) the
-// core's PrometheusText() (arenarpc/metrics.h), then arenarpc_grpc_*: calls
-// per mode (kAuto's under the mode they ran in), the arena-bytes histogram,
-// streams, each served method's mode and shed calls, and kAuto's and shadow
-// measurement's costs and choices per method. Each family and its labels:
-// docs/OPERATE.md, "Metrics".
+// RenderPrometheusStats(): the core's PrometheusText() (arenarpc/metrics.h),
+// then arenarpc_grpc_*, as text exposition format 0.0.4; each family and
+// its labels: docs/OPERATE.md, "Metrics".
 //
-// Thread safety: everything here may be called from any thread at any time.
-// Counters are read without stopping writers, so a snapshot taken under load
-// may be off by the calls in progress.
+// Thread safety: everything here may be called from any thread at any time;
+// a snapshot taken under load may be off by the calls in progress.
 // Lifetime: registered pools as in arenarpc/metrics.h.
 #ifndef ARENARPC_GRPC_STATS_H_
 #define ARENARPC_GRPC_STATS_H_
@@ -31,7 +27,6 @@
 #include <array>
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "arenarpc/grpc/install_result.h"
@@ -93,11 +88,10 @@ struct MeasuredMethodStats {
   double settle_s = 0;
   DecisionSource decision_source = DecisionSource::kNone;
   uint64_t prior_decisions = 0;
-  // kAuto's trials: timed and observed; reuse calls on a new pooled
-  // instance (not observed: the pool warming, up to 32 a decision); lost
-  // (ended on another thread or around another call; async: outside its
-  // window); failed (not OK, cancelled, or never came). `untimed`: most of
-  // a window of 32 callback or async trials was lost, so the method paused
+  // kAuto's trials: timed and observed; on a new pooled instance (not
+  // observed); lost (ended on another thread or around another call; async:
+  // outside its window); failed (not OK, cancelled, or never came).
+  // `untimed`: most of a window of trials was lost, so the method paused
   // learning until its re-check (logged once).
   uint64_t timed_calls = 0;
   uint64_t warming_calls = 0;
@@ -112,9 +106,8 @@ std::vector<MeasuredMethodStats> GetMeasuredMethodStats();
 std::vector<AutoMethodStats> GetAutoMethodStats();
 
 // What measuring has cost the process so far, in CPU seconds: the
-// background thread (shadow's parses, kAuto's memory releases, trims),
-// shadow's sampling on the call threads, and kAuto's learning (its
-// budget's bill: trials' excess over the cheapest mode, clock reads).
+// background thread, shadow's sampling on the call threads, and kAuto's
+// learning (trials' excess over the cheapest mode, clock reads).
 struct MeasuringCost {
   double thread_cpu_s = 0;
   double sampling_cpu_s = 0;
@@ -149,8 +142,7 @@ struct GrpcStats {
   uint64_t idle_trims = 0;  // ServerOptions::idle_trim: trims done
   std::vector<ServedMethodStats> methods;  // every served method
   uint64_t sync_parked = 0;  // sync calls received, not yet handled (0 at rest)
-  // The background thread (idle trimming, kAuto's memory releases and
-  // decision saves, shadow) could not start (e.g. the thread limit): that
+  // The background thread could not start (e.g. the thread limit): its
   // work is not done; calls are served as usual. Logged once to stderr.
   uint64_t background_thread_failures = 0;
   std::vector<MeasuredMethodStats> auto_methods;    // kAuto's choices

@@ -123,9 +123,8 @@ class StreamArena {
   StreamArenaStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
-// Every StreamArena of the process summed: RenderPrometheusStats() exports
-// it as arenarpc_grpc_stream_*. Thread-safe; counters are read without
-// stopping the streams, so a snapshot under load may be off by a message.
+// Every StreamArena of the process summed (arenarpc_grpc_stream_*), read
+// without stopping the streams.
 struct StreamArenaTotals {
   uint64_t streams = 0;          // StreamArenas alive now
   uint64_t streams_created = 0;  // constructed so far

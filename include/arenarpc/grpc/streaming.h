@@ -31,15 +31,12 @@
 //   };
 //
 // Each Next() releases the previous message and hands out a fresh one in
-// the method's mode, so a stream holds at most one message per
-// StreamMessages, whatever its length: heap, one message parsed into again
-// as gRPC's own loop (Requests() leave the clearing to the parse); arena,
-// each message on its own pooled ScopedArena; reuse, a PooledMessage from
-// DefaultMessagePool<T>; auto, per method, each message timed from its
-// Next() to its release (docs/MODES.md). The kill switch and
-// max_pooled_bytes make messages heap ones. gRPC allocates a
-// server-streaming method's request and a client-streaming method's
-// response itself: they are not served.
+// the method's mode (heap: one message used again, as gRPC's own loop;
+// arena: a pooled ScopedArena each; reuse: DefaultMessagePool<T>; auto: each
+// timed from its Next() to its release), so a stream holds one message per
+// StreamMessages whatever its length. The kill switch and max_pooled_bytes
+// make messages heap ones. gRPC allocates a server-streaming method's
+// request and a client-streaming method's response itself.
 //
 // Thread safety: StreamMethod is thread-safe. A StreamMessages is used by
 // one thread at a time (a reactor's OnReadDone runs after the read it
@@ -58,7 +55,6 @@
 #include <memory>
 #include <optional>
 #include <string_view>
-#include <type_traits>
 #include <utility>
 
 #include "arenarpc/arena.h"
@@ -203,9 +199,8 @@ class StreamMessages {
 
   bool incoming() const { return empty_response_ != nullptr; }
 
-  // Shadow: the message's bytes go to the background thread, as the
-  // request (with an empty response) or the response of a call of the
-  // method. Returns the CPU it spent (ns): not the message's cost.
+  // Shadow: the message goes to the background thread as a call's request
+  // (with an empty response) or response. Returns the CPU it spent (ns).
   double Sample() {
     const double start = internal::ThreadCpuNs();
     internal::SampleBytes bytes = incoming()
@@ -233,9 +228,8 @@ class StreamMessages {
 };
 
 // A streaming method: where its streams' messages come from. Constructing
-// it is the method's install (GetGrpcStats().methods; report(), unary =
-// false); installing it again with other kAuto or shadow options is
-// refused: its streams are heap ones and report() says why.
+// it is the method's install; installing it again with other kAuto or
+// shadow options is refused: its streams are heap ones, report() says why.
 template <class Req, class Resp>
 class StreamMethod {
  public:

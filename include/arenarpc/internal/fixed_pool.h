@@ -8,9 +8,7 @@
 // A block is `block_size` bytes aligned to its size: a header, then slots of
 // `stride` bytes; masking a slot's address finds the header. Slots are carved
 // a batch at a time, so pages never handed out are never touched. A Lazy
-// pool (ObjectPool<T>::Default) is constant-initialised, set up by its first
-// slow path and never destroyed; the caller passes its thread caches in
-// (per-type thread_locals: AllocateWith/DeallocateWith).
+// pool (ObjectPool<T>::Default) is set up by its first slow path.
 #ifndef ARENARPC_INTERNAL_FIXED_POOL_H_
 #define ARENARPC_INTERNAL_FIXED_POOL_H_
 
@@ -41,10 +39,9 @@ struct Magazine;  // an array of free slot pointers, moved by pointer
 
 // One thread's cache for one pool: two magazines (Bonwick's "loaded" and
 // "previous"), the loaded one a stack reached through `top`. Pop and Push
-// are ObjectPool's whole fast path: no lock, no read-modify-write, no count.
-// Detached (all null), it is empty to Pop and full to Push, so its first use
-// takes the slow path: that lets it be a constinit, trivially destructible
-// thread_local. Only its thread writes it; Stats() reads the atomics.
+// are ObjectPool's whole fast path. Detached (all null), it is empty to Pop
+// and full to Push, so it can be a constinit thread_local. Only its thread
+// writes it; Stats() reads the atomics.
 struct alignas(64) ThreadCache {
   std::atomic<void**> top{nullptr};     // past the loaded magazine's last slot
   std::atomic<void**> base{nullptr};    // loaded->items; null while detached
@@ -116,9 +113,8 @@ class FixedPool final : private ThreadSlots::Owner {
   void* Allocate() { return AllocateWith(GetCache()); }
   void Deallocate(void* p) { DeallocateWith(GetCache(), p); }
 
-  // With the calling thread's cache for this pool (ObjectPool<T>::Default:
-  // a per-type thread_local). nullptr, or a detached cache, takes the slow
-  // path, which attaches it.
+  // With the calling thread's cache for this pool (ObjectPool<T>::Default's
+  // thread_local); a null or detached one takes the slow path.
   void* AllocateWith(ThreadCache* c) {
     if (__builtin_expect(c != nullptr, 1)) {
       if (void* p = c->Pop()) {
@@ -194,8 +190,7 @@ class FixedPool final : private ThreadSlots::Owner {
   void Configure(const ObjectPoolOptions& options);
 
   // Inline: a debug caller marks and checks every slot, a release caller
-  // none. The bitmap exists only in a debug library (has_bitmap_; else the
-  // Debug* functions check ownership only): Debug and Release objects mix.
+  // none; the bitmap exists only in a debug library (has_bitmap_).
   void OnHandOut(void* p) {
     ARENARPC_UNPOISON(p, stride_);
     if (ARENARPC_DEBUG_CHECKS) DebugMark(p, true);
@@ -211,9 +206,8 @@ class FixedPool final : private ThreadSlots::Owner {
   void* AllocateSlow(ThreadCache* c);  // the caller runs OnHandOut
   void DeallocateSlow(ThreadCache* c, void* p);
   void* AllocateUncached();
-  // Sets the pool up, gives `c` (nullptr: a new heap cache) magazines and
-  // registers it for this thread; nullptr if out of memory or the thread is
-  // exiting.
+  // Gives `c` (nullptr: a new heap cache) magazines and registers it for
+  // this thread; nullptr if out of memory or the thread is exiting.
   ThreadCache* Attach(ThreadCache* c);
   void OnThreadExit(void* cache) override;  // its magazines to the depot
 

@@ -26,6 +26,11 @@ class StripedCounter {
     for (const Cell& c : cells_) sum += c.value.load(std::memory_order_relaxed);
     return sum;
   }
+  // Sum() read under load may be torn below zero: 0 then.
+  uint64_t NonNegativeSum() const {
+    const int64_t sum = Sum();
+    return sum < 0 ? 0 : static_cast<uint64_t>(sum);
+  }
 
  private:
   static constexpr int kStripes = 16;

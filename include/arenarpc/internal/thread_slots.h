@@ -11,16 +11,16 @@
 //   };
 //
 // C++ `thread_local` is per type; pools are objects. Each owner gets a key
-// {index, generation}; each thread an array of {generation, value} indexed
-// by key.index: a lookup is a TLS load, a bounds check and a compare. The
-// generation makes a reused index miss instead of finding a dead owner's.
+// {index, generation}; each thread an array of {generation, value}: a
+// lookup is a TLS load, a bounds check and a compare, and a reused index
+// misses instead of finding a dead owner's value.
 //
 // Thread safety: any thread; Get and Set touch only the caller's array.
 // Lifetime: when a thread exits, OnThreadExit(value) runs for each of its
-// slots whose owner is registered, with no ThreadSlots lock held (a hook may
-// make and destroy pools); Unregister waits for running hooks and must not
-// be called from its own (checked). After its exit hook, a thread's Get
-// returns nullptr and Set false: callers then bypass their cache.
+// slots whose owner is registered, with no ThreadSlots lock held;
+// Unregister waits for running hooks and must not be called from its own
+// (checked). After its exit hook, a thread's Get returns nullptr and Set
+// false.
 #ifndef ARENARPC_INTERNAL_THREAD_SLOTS_H_
 #define ARENARPC_INTERNAL_THREAD_SLOTS_H_
 

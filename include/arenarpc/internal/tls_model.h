@@ -2,13 +2,11 @@
 //
 //   ARENARPC_TLS_MODEL static inline thread_local constinit int x = 0;
 //
-// By default none is forced: an executable gets a direct %fs-relative
-// access, -fPIC code a __tls_get_addr (or TLS descriptor) call, which is
-// what lets a library using arenarpc be dlopen'ed: initial-exec in a .so
-// takes static TLS space, which dlopen cannot grow ("cannot allocate memory
-// in static TLS block"). Define ARENARPC_INITIAL_EXEC_TLS=1 (for arenarpc and
-// every file including its headers) to force initial-exec when arenarpc is
-// built -fPIC but only ever linked into executables.
+// By default none is forced, so that a library using arenarpc can be
+// dlopen'ed (initial-exec in a .so takes static TLS space, which dlopen
+// cannot grow). Define ARENARPC_INITIAL_EXEC_TLS=1 (for arenarpc and every
+// file including its headers) to force initial-exec when arenarpc is built
+// -fPIC but only ever linked into executables.
 #ifndef ARENARPC_INTERNAL_TLS_MODEL_H_
 #define ARENARPC_INTERNAL_TLS_MODEL_H_
 

@@ -33,10 +33,8 @@ bool IdleTrimTickForTesting(std::chrono::steady_clock::time_point now);
 bool OverPooledCap();
 uint64_t OverCapHeapCalls();
 // Gives back the pooled arenas and page caches of threads unused for
-// `idle_for` (0: every thread's idle ones), then the page pool's depot: the
-// pages freed land in the calling thread's cache first, which is flushed.
-// Idle trimming and kAuto's memory releases (src/grpc/auto_method.cc)
-// share it. Thread-safe.
+// `idle_for` (0: every thread's idle ones), then the page pool's depot
+// (idle trimming, kAuto's memory releases). Thread-safe.
 void ReleaseIdleArenasAndPages(std::chrono::milliseconds idle_for);
 uint64_t IdleTrims();
 uint64_t CapTrims();

@@ -1,9 +1,7 @@
 // Internal: shadow measurement (arenarpc/grpc/shadow.h) on the call path: a
 // random 1 in sample_one_in calls is serialized when gRPC releases it and
-// parsed again in every mode on the background thread
-// (src/grpc/shadow_meter.cc). It never feeds kAuto's decision. Not a public
-// API.
-//
+// parsed again in every mode on the background thread. It never feeds
+// kAuto's decision.
 // Thread safety: a ShadowMeter is used by every call of its method at once;
 // a SampledCall by one call at a time.
 // Lifetime: a ShadowMeter is never destroyed (queued samples point to it).
@@ -26,10 +24,8 @@
 namespace arenarpc::internal {
 
 // A sampled message's bytes. From kMappedBytes on they get a mapping of
-// their own, unmapped when freed: the background thread frees a sample
-// after its call ended, and megabytes freed into the call thread's glibc
-// arena would stay at its top, which malloc_trim(0) does not trim in
-// thread arenas (docs/DESIGN_NOTES.md, "Memory after a burst").
+// their own: freed into the call thread's glibc arena, megabytes would stay
+// at its top (docs/DESIGN_NOTES.md, "Memory after a burst").
 class SampleBytes {
  public:
   static constexpr size_t kMappedBytes = size_t{128} << 10;
@@ -83,9 +79,8 @@ class ShadowMeter {
 };
 
 // A holder's part in a sampled call (none when `meter` is null): the
-// request's bytes are taken at release, or just before the handler frees
-// it early. Each returns the CPU it spent (ns), which a timed call leaves
-// out.
+// request's bytes are taken at release, or before it is freed early. Each
+// returns the CPU it spent (ns), which a timed call leaves out.
 class SampledCall {
  public:
   explicit SampledCall(ShadowMeter* meter) : meter_(meter) {}
