@@ -145,16 +145,17 @@ TEST(AutoBudgetTest, TrialsOnlyWhileTheBudgetHasRoom) {
       std::max(SpentNs() + 3e6 - kCreditNs, 3e6) / ProcessCpuNs();
   ASSERT_LT(share, 0.5);  // lowers the process's (the smallest wins)
   Allocator a("/t.Budget/Room", AutoShare(share));
-  // heap 6 ms, arena 4 ms, reuse 2 ms a call: heap's trials after its
-  // first bill 4 ms each, arena's 2 ms, 5 or more of each.
-  const Costs cost = {6e6, 4e6, 2e6};
+  // heap 6 ms, arena 2 ms (the mode calls run in), reuse 4 ms a call:
+  // heap's trials after its first bill 4 ms each, reuse's 2 ms, 5 or more of
+  // each.
+  const Costs cost = {6e6, 2e6, 4e6};
   const SyncRun run = SyncCalls(a, "/t.Budget/Room", share, cost, 0, 20000);
   EXPECT_TRUE(run.within);
   EXPECT_GT(run.refused, 0);
   const MeasuredMethodStats s = MeasuredStatsOf("/t.Budget/Room");
   ASSERT_TRUE(s.settled) << run.trials << " trials, " << run.refused
                          << " refused";
-  EXPECT_EQ(s.mode, AllocationMode::kReuse);
+  EXPECT_EQ(s.mode, AllocationMode::kArena);
   // The background thread's memory releases are billed too (not gated):
   // one call's cost more for them.
   EXPECT_LE(SpentNs(), share * ProcessCpuNs() + kCreditNs + 2 * cost[0]);
