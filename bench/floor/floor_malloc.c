@@ -30,8 +30,9 @@
 
 enum { kAlign = 16, kHeader = 16 };
 static const size_t kMiB = (size_t)1 << 20;
-static const size_t kChunk = (size_t)1 << 20;   // a thread's share of the region
-static const size_t kDirect = (size_t)64 << 10; // blocks from this size skip the chunk
+static const size_t kChunk = (size_t)1 << 20;  // a thread's share of the region
+static const size_t kDirect = (size_t)64
+                              << 10;  // blocks from this size skip the chunk
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static char* region;
@@ -70,9 +71,11 @@ static void init(void) {
 // `size` bytes from the region, 16-aligned (every size asked is).
 static char* carve(size_t size) {
   pthread_once(&init_once, init);
-  size_t off = atomic_fetch_add_explicit(&region_used, size, memory_order_relaxed);
+  size_t off =
+      atomic_fetch_add_explicit(&region_used, size, memory_order_relaxed);
   if (off > region_size || region_size - off < size)
-    die("floor_malloc: FLOOR_MALLOC_LIMIT_MIB reached (memory only grows: shorten the run)\n");
+    die("floor_malloc: FLOOR_MALLOC_LIMIT_MIB reached (memory only grows: "
+        "shorten the run)\n");
   return region + off;
 }
 
@@ -95,7 +98,8 @@ static void* bump(size_t size, size_t align) {
     raw = chunk_cur;
     chunk_cur += need;
   }
-  uintptr_t user = ((uintptr_t)raw + kHeader + (extra ? align - 1 : 0)) & ~(uintptr_t)(extra ? align - 1 : 0);
+  uintptr_t mask = extra ? align - 1 : 0;
+  uintptr_t user = ((uintptr_t)raw + kHeader + mask) & ~mask;
   ((size_t*)user)[-2] = (uintptr_t)raw + need - user;
   return (void*)user;
 }
@@ -148,7 +152,8 @@ EXPORT int posix_memalign(void** out, size_t align, size_t size) {
 }
 
 EXPORT void* memalign(size_t align, size_t size) {
-  while (!power_of_two(align)) align = (align | (align - 1)) + 1;  // glibc rounds up too
+  while (!power_of_two(align))
+    align = (align | (align - 1)) + 1;  // glibc rounds up too
   void* p = bump(size, align);
   if (!p) errno = ENOMEM;
   return p;
@@ -162,7 +167,9 @@ EXPORT void* aligned_alloc(size_t align, size_t size) {
   return memalign(align, size);
 }
 
-EXPORT void* valloc(size_t size) { return memalign((size_t)sysconf(_SC_PAGESIZE), size); }
+EXPORT void* valloc(size_t size) {
+  return memalign((size_t)sysconf(_SC_PAGESIZE), size);
+}
 
 EXPORT void* pvalloc(size_t size) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -180,10 +187,12 @@ __attribute__((destructor)) static void report(void) {
   if (!region) return;
   size_t used = floor_malloc_used_bytes();
   char line[160];
-  int n = snprintf(line, sizeof line,
-                   "floor_malloc: used %zu MiB of %zu MiB (limit), %zu MiB prefaulted%s\n",
-                   used / kMiB, region_size / kMiB, prefaulted / kMiB,
-                   used > prefaulted ? " (past the prefaulted part: page faults counted)" : "");
+  int n = snprintf(
+      line, sizeof line,
+      "floor_malloc: used %zu MiB of %zu MiB (limit), %zu MiB prefaulted%s\n",
+      used / kMiB, region_size / kMiB, prefaulted / kMiB,
+      used > prefaulted ? " (past the prefaulted part: page faults counted)"
+                        : "");
   if (n > 0) {
     ssize_t ignored = write(2, line, (size_t)n);
     (void)ignored;
