@@ -8,6 +8,8 @@ payloads), `arenarpc_corpus_server` runs in each configuration:
   plain+tcmalloc   the same with tcmalloc preloaded
   plain+jemalloc   the same with jemalloc preloaded
   heap, arena, reuse, auto   arenarpc's modes (glibc)
+  plain+floor      the floor: bench/floor's malloc that never frees preloaded
+                   (auto+floor, arena+floor, reuse+floor: a mode on it)
 driven by ghz at a fixed rate (pinned to the other core) with the service's
 typical request. Recorded per run: server CPU per call (utime+stime from
 /proc over the measured window, measuring thread included), p50/p99/p99.9
@@ -83,6 +85,13 @@ CONFIGS = {  # name: (--mode, LD_PRELOAD, extra server flags)
     "auto+jemalloc": ("auto", rpc_common.PRELOADS["jemalloc"], []),
     "auto+mimalloc@baseline": ("auto", rpc_common.PRELOADS["mimalloc"], []),
     "auto+tcmalloc@baseline": ("auto", rpc_common.PRELOADS["tcmalloc"], []),
+    # The floor: a malloc that never frees (bench/floor/README.md) under
+    # plain gRPC, the CPU per call with the allocator's work taken away;
+    # and modes on it (what they cost besides malloc and free).
+    "plain+floor": ("none", "floor", []),
+    "arena+floor": ("arena", "floor", []),
+    "reuse+floor": ("reuse", "floor", []),
+    "auto+floor": ("auto", "floor", []),
 }
 # No mmap per large buffer (glibc's dynamic threshold drops back) and no
 # trimming of the heap top after each call (bench/corpus/corpus_client.py too).
@@ -91,6 +100,7 @@ GLIBC_CACHED = GLIBC_TUNED + ":glibc.malloc.tcache_count=1024:glibc.malloc.mxfas
 GLIBC_ENV = {"glibc_tuned": GLIBC_TUNED, "glibc_cached": GLIBC_CACHED,
              "glibc_nofast": GLIBC_TUNED + ":glibc.malloc.mxfast=0",
              "glibc_tcache": GLIBC_TUNED + ":glibc.malloc.tcache_count=1024"}
+FLOOR_SO = os.path.join("bench", "floor", "libarenarpc_floor_malloc.so")
 DEFAULT_CONFIGS = ["plain", "plain+mimalloc", "plain+tcmalloc", "plain+jemalloc", "heap", "arena", "reuse", "auto"]
 
 
@@ -159,6 +169,17 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
             server = rpc_common.start_server(binary, mode, server_core, extra + [f"--api={args.api}"])
         finally:
             os.environ.pop("GLIBC_TUNABLES", None)
+    elif preload == "floor":
+        # Memory only grows: made resident at start (no page fault in the
+        # window) and capped (the server aborts past the cap).
+        os.environ["FLOOR_MALLOC_PREFAULT_MIB"] = str(args.floor_prefault_mib)
+        os.environ["FLOOR_MALLOC_LIMIT_MIB"] = str(args.floor_limit_mib)
+        try:
+            server = rpc_common.start_server(binary, mode, server_core, extra + [f"--api={args.api}"],
+                                             os.path.abspath(os.path.join(args.build, FLOOR_SO)))
+        finally:
+            os.environ.pop("FLOOR_MALLOC_PREFAULT_MIB", None)
+            os.environ.pop("FLOOR_MALLOC_LIMIT_MIB", None)
     else:
         server = rpc_common.start_server(binary, mode, server_core, extra + [f"--api={args.api}"],
                                         preload)
@@ -174,11 +195,13 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         subprocess.run(ghz(round(warmup, 1), warm), check=True, capture_output=True)
         cpu0 = rpc_common.cpu_seconds(server.proc.pid)
         threads0 = rpc_common.thread_cpu_ticks(server.proc.pid)
+        faults0 = minor_faults(server.proc.pid)
         report_path = os.path.join(outdir, f"ghz_{tag}.json")
         cmd = ghz(args.duration, report_path)
         subprocess.run(cmd, check=True, capture_output=True)
         cpu1 = rpc_common.cpu_seconds(server.proc.pid)
         threads1 = rpc_common.thread_cpu_ticks(server.proc.pid)
+        faults1 = minor_faults(server.proc.pid)
         peak = rpc_common.status_kib(server.proc.pid, "VmHWM") / 1024.0
     finally:
         rc = server.stop()
@@ -197,6 +220,12 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     # With measuring on: "measuring cost: thread T s sampling S s process P s share X".
     cost = [l.split() for l in server.log if l.startswith("measuring cost:")]
     measuring_share = float(cost[-1][-1]) if cost else None
+    # bench/floor's malloc at exit: "floor_malloc: used U MiB of L MiB ...".
+    floor_line = [l.strip() for l in server.log if l.startswith("floor_malloc: used ")]
+    if preload == "floor" and not floor_line:
+        raise RuntimeError(f"{config}: floor_malloc was not loaded:\n" + "".join(server.log))
+    if floor_line and "past the prefaulted" in floor_line[-1]:
+        print(f"warning: {tag}: {floor_line[-1]} (raise --floor_prefault_mib)", file=sys.stderr)
     with open(report_path) as f:
         report = json.load(f)
     # Keep only a summary line (ghz_rounds.txt): the report's per-call
@@ -219,10 +248,18 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
         "peak_rss_mib": peak, "server_exit_code": rc, "ghz_command": " ".join(cmd),
         "auto_chose": ",".join(chose), "auto_log": auto_line,
         "measuring_share": measuring_share,
+        "minor_faults_per_call": (faults1 - faults0) / max(requests, 1),
+        "floor_malloc": floor_line[-1] if floor_line else None,
         # The window's CPU by thread name, in clock ticks (10 ms here).
         "thread_ticks": {k: v - threads0.get(k, 0) for k, v in threads1.items()
                          if v != threads0.get(k, 0)},
     }
+
+
+def minor_faults(pid):
+    """The process's minor page faults so far (/proc/PID/stat field 10)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
 
 
 def combine(runs):
@@ -239,6 +276,8 @@ def combine(runs):
     out["measuring_share"] = statistics.median(shares) if shares else None
     out["measuring_share_rounds"] = shares
     out["thread_ticks_rounds"] = [r.get("thread_ticks", {}) for r in runs]
+    out["minor_faults_per_call"] = statistics.median(r.get("minor_faults_per_call", 0) for r in runs)
+    out["floor_malloc_rounds"] = [r["floor_malloc"] for r in runs if r.get("floor_malloc")]
     return out
 
 
@@ -296,6 +335,45 @@ def table(results, configs):
         rss = max(by[(n, c)]["peak_rss_mib"] for c in modes) / base["peak_rss_mib"] if modes else float("nan")
         row.append(f"{rss:.2f}")
         lines.append(f"| {n} | " + " | ".join(row) + " |")
+    if "plain" in configs and "plain+floor" in configs:
+        lines += ["", floor_table(by, names, configs)]
+    return "\n".join(lines)
+
+
+def share_removed(plain, floor, mode):
+    """The share of the removable cost (plain - floor) a mode removes:
+    (plain - mode) / (plain - floor); its distance to the floor,
+    (mode - floor) / (plain - floor), is 1 minus it."""
+    return (plain - mode) / (plain - floor) if plain != floor else float("nan")
+
+
+def floor_table(by, names, configs):
+    """Each mode against the floor (plain+floor): the share of the removable
+    cost it removes, from the medians (and its range over rounds, each
+    round's runs paired); modes on the floor against the floor."""
+    modes = [c for c in configs if c not in ("plain", "plain+floor") and not c.endswith("+floor")]
+    on_floor = [c for c in configs if c.endswith("+floor") and c != "plain+floor"]
+    head = (["plain CPU us", "floor CPU us", "floor / plain"] + [f"{c}: share removed" for c in modes] +
+            [f"{c} / floor" for c in on_floor] + ["floor minor faults per call"])
+    lines = ["| service | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
+    for n in names:
+        if (n, "plain") not in by or (n, "plain+floor") not in by:
+            continue
+        plain, floor = by[(n, "plain")], by[(n, "plain+floor")]
+        row = [f"{plain['cpu_us_per_call']:.0f}", f"{floor['cpu_us_per_call']:.0f}",
+               f"{floor['cpu_us_per_call'] / plain['cpu_us_per_call']:.2f}"]
+        for c in modes:
+            if (n, c) not in by:
+                row.append("")
+                continue
+            med = share_removed(plain["cpu_us_per_call"], floor["cpu_us_per_call"], by[(n, c)]["cpu_us_per_call"])
+            rounds = [share_removed(p, f, m) for p, f, m in zip(
+                plain["cpu_us_rounds"], floor["cpu_us_rounds"], by[(n, c)]["cpu_us_rounds"])]
+            row.append(f"{med:.0%} ({min(rounds):.0%} to {max(rounds):.0%})" if rounds else f"{med:.0%}")
+        row += [f"{by[(n, c)]['cpu_us_per_call'] / floor['cpu_us_per_call']:.2f}" if (n, c) in by else ""
+                for c in on_floor]
+        row.append(f"{floor.get('minor_faults_per_call', float('nan')):.1f}")
+        lines.append(f"| {n} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
@@ -337,6 +415,10 @@ def main():
     p.add_argument("--duration", type=float, default=8)
     p.add_argument("--warmup", type=float, default=3)
     p.add_argument("--smoke", action="store_true", help="1 round of 1 s per configuration")
+    p.add_argument("--floor_prefault_mib", type=int, default=2048,
+                   help="*+floor: memory made resident at the server's start (the window's must fit)")
+    p.add_argument("--floor_limit_mib", type=int, default=8192,
+                   help="*+floor: the server aborts past this much (memory only grows)")
     p.add_argument("--server", default="",
                    help="the server binary (default: --build's; e.g. a frozen copy while that build changes)")
     p.add_argument("--baseline_server", default="",
@@ -346,6 +428,7 @@ def main():
     args = p.parse_args()
     if args.smoke:
         args.rounds, args.duration, args.warmup = 1, 1, 0.5
+        args.floor_prefault_mib = min(args.floor_prefault_mib, 256)
     args.server = args.server or os.path.join(args.build, "bench", "corpus", "arenarpc_corpus_server")
     args.ghz = rpc_common.find_ghz()
     os.makedirs(args.out, exist_ok=True)
