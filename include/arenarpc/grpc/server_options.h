@@ -6,6 +6,7 @@
 //   options.automatic.max_cpu_share = 0.01;   // kAuto learns on 1 % of CPU
 //   options.idle_trim.idle_ms = 1000;         // trim after 1 s without calls
 //   options.max_pooled_bytes = 256 << 20;     // then heap messages
+//   options.max_calls_in_flight = 16;         // then RESOURCE_EXHAUSTED
 //   r = mysvc::InstallMyServiceAllocators(&service, options);
 //
 // Process-wide settings: `automatic.max_cpu_share`, `idle_trim.idle_ms`
@@ -13,7 +14,8 @@
 // background thread they govern; when installs set different values, the
 // smallest wins (for idle_ms and max_pooled_bytes 0 means "off" and never
 // wins over a set value; a max_cpu_share of 0 does). The mode,
-// `automatic.recheck_after_s` and `shadow.sample_one_in` are per method;
+// `automatic.recheck_after_s`, `shadow.sample_one_in` and
+// `max_calls_in_flight` are per method;
 // shadow's max_cpu_share is process-wide too (arenarpc/grpc/shadow.h).
 //
 // Thread safety: a plain options struct, copied by the install.
@@ -76,6 +78,11 @@ struct ServerOptions {
   // get heap messages (counted: GrpcStats::over_cap_heap_calls) and the
   // depots are trimmed at once; calls are never failed (docs/OPERATE.md).
   uint64_t max_pooled_bytes = 0;
+  // Per method (sync and callback; on the callback API only installs that
+  // name the method, as the plugin's do): a call arriving while this many
+  // are in flight is answered RESOURCE_EXHAUSTED before its request is
+  // parsed (counted: ServedMethodStats::shed_limit). 0: no limit.
+  int max_calls_in_flight = 0;
 };
 
 namespace internal {
