@@ -14,8 +14,7 @@
 // background thread they govern; when installs set different values, the
 // smallest wins (for idle_ms and max_pooled_bytes 0 means "off" and never
 // wins over a set value; a max_cpu_share of 0 does). The mode,
-// `automatic.recheck_after_s`, `shadow.sample_one_in` and
-// `max_calls_in_flight` are per method;
+// `automatic.recheck_after_s` and `shadow.sample_one_in` are per method;
 // shadow's max_cpu_share is process-wide too (arenarpc/grpc/shadow.h).
 //
 // Thread safety: a plain options struct, copied by the install.
