@@ -73,6 +73,9 @@ ABSL_FLAG(int, resource_quota_mb, 256,
 ABSL_FLAG(int, max_threads, 0,
           "--api=sync: the resource quota's thread limit; with every thread "
           "busy a call is answered RESOURCE_EXHAUSTED (0: no limit)");
+ABSL_FLAG(int, max_calls_in_flight, 0,
+          "per method: calls over it are answered RESOURCE_EXHAUSTED before "
+          "their request is parsed (0: no limit)");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, time given to calls in flight");
 ABSL_FLAG(bool, print_stats, true,
@@ -116,6 +119,7 @@ int main(int argc, char** argv) {
     options.idle_trim.idle_ms = absl::GetFlag(FLAGS_idle_trim_ms);
     options.max_pooled_bytes =
         static_cast<uint64_t>(absl::GetFlag(FLAGS_max_pooled_mb)) << 20;
+    options.max_calls_in_flight = absl::GetFlag(FLAGS_max_calls_in_flight);
     // One line per service; it says what it served, and fails loudly
     // when it could serve nothing.
     arenarpc::InstallResult installed =

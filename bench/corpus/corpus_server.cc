@@ -79,6 +79,9 @@ ABSL_FLAG(int, max_concurrent_streams, 0,
 ABSL_FLAG(int, max_threads, 0,
           "--api=sync: a grpc::ResourceQuota thread limit; with every thread "
           "busy a call is answered RESOURCE_EXHAUSTED (0: no limit)");
+ABSL_FLAG(int, max_calls_in_flight, 0,
+          "per method: calls over it are answered RESOURCE_EXHAUSTED before "
+          "their request is parsed (0: no limit)");
 ABSL_FLAG(int, max_receive_bytes, 16 << 20,
           "largest request accepted (the corpus's largest is ~4 MB)");
 ABSL_FLAG(int, shadow_sample_one_in, 0,
@@ -409,6 +412,7 @@ int main(int argc, char** argv) {
   if (mode.has_value()) {
     options.emplace(*mode);
     options->shadow.sample_one_in = absl::GetFlag(FLAGS_shadow_sample_one_in);
+    options->max_calls_in_flight = absl::GetFlag(FLAGS_max_calls_in_flight);
     options->shadow.max_cpu_share = absl::GetFlag(FLAGS_shadow_max_cpu_share);
     options->shadow.capture_dir = absl::GetFlag(FLAGS_capture_dir);
     options->shadow.capture_max_files = absl::GetFlag(FLAGS_capture_max_files);

@@ -3,8 +3,8 @@
 
 Per target (the echo demo or a corpus service, on the sync or callback
 API) and configuration (plain gRPC; plain gRPC with its own admission knobs
-tuned, plain+knobs; arenarpc's heap, arena, reuse, auto; MODE+knobs when
-named), each round: the configuration's capacity (a capacity search at
+tuned, plain+knobs; arenarpc's heap, arena, reuse, auto; MODE+knobs and
+MODE+limit, arenarpc's ServerOptions::max_calls_in_flight, when named), each round: the configuration's capacity (a capacity search at
 --objective_ms, capacity.py's ladder and bisection; or --capacity_from an
 earlier run's json, capacity.py's or this script's), then offered load at
 --loads times that capacity and at one absolute rate for all (2x plain's
@@ -60,8 +60,9 @@ log = cap.log
 
 
 def base_mode(config):
-    """plain+knobs -> plain: the capacity.py mode a configuration runs."""
-    return config[:-len("+knobs")] if config.endswith("+knobs") else config
+    """plain+knobs, arena+limit -> plain, arena: the capacity.py mode a
+    configuration runs."""
+    return config.split("+")[0]
 
 
 def config_target(args, target, config):
@@ -76,6 +77,8 @@ def config_target(args, target, config):
         flags.append(f"--max_concurrent_streams={args.knob_streams}")
         if args.api == "sync":
             flags.append(f"--max_threads={args.knob_threads}")
+    if config.endswith("+limit"):
+        flags.append(f"--max_calls_in_flight={args.limit}")
     return binary, flags, method, request, size
 
 
@@ -258,7 +261,9 @@ def table(rows, title, args):
                 f"| {l['client_cpu_max']:.2f}; {l['client_waited_max']:.2f} | {100 * l['late_share_max']:.1f} % |")
     knobs = (f"+knobs: GRPC_ARG_MAX_CONCURRENT_STREAMS={args['knob_streams']} per connection "
              f"({args['channels']} connections)" + (f" and a ResourceQuota of {args['knob_threads']} threads"
-                                                    if args["api"] == "sync" else "") + ". ")
+                                                    if args["api"] == "sync" else "") + ". "
+             + (f"+limit: ServerOptions::max_calls_in_flight={args['limit']} (per method). "
+                if any(c.endswith("+limit") for c in rows) else ""))
     lines += ["", f"Each load {args['burst_s']:g} s measured after {args['burst_warmup_s']:g} s at its rate, on a fresh "
               f"server warmed {args['warmup_s']:g} s at half the capacity; every call with a {args['deadline_ms']} ms "
               "deadline. Goodput: OK calls within the deadline of their intended send time, per measured second; "
@@ -281,13 +286,13 @@ def targets_check(rows, deadline_ms):
         return rows.get(c, {}).get("loads", {}).get(label)
 
     for label, floor in (("2x", 0.8), ("3x", 0.6)):
-        for c in ("arena", "reuse", "auto"):
+        for c in [c for c in rows if base_mode(c) in ("arena", "reuse", "auto")]:
             l = load(c, label)
             if l and l["goodput_share"] is not None:
                 out.append(f"- {c} at {label} its capacity: goodput {l['goodput_share']:.2f}x capacity "
                            f"(target >= {floor}): {'holds' if l['goodput_share'] >= floor else 'misses'}")
     plain, knobs = load("plain", "abs"), load("plain+knobs", "abs")
-    for c in ARENARPC:
+    for c in [c for c in rows if base_mode(c) in ARENARPC]:
         l = load(c, "abs")
         if not l or not plain:
             continue
@@ -366,7 +371,7 @@ def smoke_failures(results):
         one = next((l for l in r["loads"] if l["load"] == "1x"), None)
         if not r["capacity"] or one is None or one["ok"] == 0:
             bad.append(f"{r['config']}: capacity {r['capacity']}, no OK call at 1x")
-        if r["config"] in ARENARPC and any(l["shed"] is None for l in r["loads"]):
+        if base_mode(r["config"]) in ARENARPC and any(l["shed"] is None for l in r["loads"]):
             bad.append(f"{r['config']}: shed counters not read")
     return bad
 
@@ -392,6 +397,7 @@ def parse_args():
                    help="capacity.py's or this script's json ({target} and {api} replaced): no search")
     p.add_argument("--knob_streams", type=int, default=16, help="plain+knobs: max concurrent streams per connection")
     p.add_argument("--knob_threads", type=int, default=16, help="plain+knobs on sync: the ResourceQuota's threads")
+    p.add_argument("--limit", type=int, default=16, help="MODE+limit: ServerOptions::max_calls_in_flight")
     p.add_argument("--no_stats", action="store_true", help="never send SIGUSR1 (a server without the handler)")
     # The capacity search: capacity.py's flags, shorter steps by default.
     for name, default in (("objective_ms", 20.0), ("step_s", 2.0), ("step_warmup_s", 1.0), ("unloaded_rate", 20.0),

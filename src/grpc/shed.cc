@@ -1,9 +1,13 @@
 #include "arenarpc/grpc/internal/shed.h"
 
+#include <grpcpp/impl/codegen/server_callback_handlers.h>  // 1.51 and 1.56
+#include <grpcpp/support/byte_buffer.h>
+
 #include <map>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "arenarpc/grpc/internal/callback_limit.h"
 #include "arenarpc/internal/mutex.h"
 
 namespace arenarpc::internal {
@@ -24,7 +28,39 @@ ShedCounters* Lookup(std::string_view method, bool make) {
   return &it->second;
 }
 
+using Bytes = ::grpc::ByteBuffer;
+
+// A call over the limit's messages: none are made; gRPC's handler asks.
+class NoMessages final : public ::grpc::MessageHolder<Bytes, Bytes> {
+ public:
+  NoMessages() {
+    set_request(&unused_);
+    set_response(&unused_);
+  }
+  void FreeRequest() override {}
+  void Release() override {}
+
+ private:
+  Bytes unused_;
+};
+
 }  // namespace
+
+void* OverLimitMark() {
+  static auto* const mark = new NoMessages;
+  return static_cast<::grpc::MessageHolder<Bytes, Bytes>*>(mark);
+}
+
+::grpc::internal::MethodHandler* OverLimitHandler() {
+  static auto* const handler =
+      new ::grpc::internal::CallbackUnaryHandler<Bytes, Bytes>(
+          [](::grpc::CallbackServerContext* context, const Bytes*, Bytes*) {
+            ::grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+            reactor->Finish(OverLimitStatus());
+            return reactor;
+          });
+  return handler;
+}
 
 ShedCounters* ShedCountersFor(std::string_view method) {
   return Lookup(method, /*make=*/true);
@@ -39,6 +75,11 @@ void AnswerPastDeadline(ShedCounters* counters, ::grpc::Status* answer) {
   *answer = ::grpc::Status(::grpc::StatusCode::DEADLINE_EXCEEDED,
                            "arenarpc: deadline passed before the call was "
                            "handled");
+}
+
+::grpc::Status OverLimitStatus() {
+  return ::grpc::Status(::grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "arenarpc: too many calls in flight");
 }
 
 }  // namespace arenarpc::internal

@@ -149,7 +149,8 @@ std::vector<ServedMethodStats> GetServedMethodStats() {
     out.push_back(
         {name, m.api, m.installed,
          m.automatic != nullptr ? m.automatic->mode() : m.installed,
-         shed != nullptr ? shed->deadline.load(std::memory_order_relaxed) : 0});
+         shed != nullptr ? shed->deadline.load(std::memory_order_relaxed) : 0,
+         shed != nullptr ? shed->limit.load(std::memory_order_relaxed) : 0});
   }
   return out;
 }
@@ -423,11 +424,15 @@ void RenderMethods(Writer& w, const GrpcStats& gs) {
   }
   w.Family("arenarpc_grpc_shed_calls_total",
            "Calls answered without their handler (sync: without parsing "
-           "their request): nobody waited, the deadline had passed.");
+           "their request): nobody waited, the deadline had passed; or "
+           "(unparsed) max_calls_in_flight were in flight.");
   for (const ServedMethodStats& m : gs.methods) {
     w.Sample("arenarpc_grpc_shed_calls_total",
              absl::StrCat(MethodLabel(m.method), ",reason=\"deadline\""),
              m.shed_deadline);
+    w.Sample("arenarpc_grpc_shed_calls_total",
+             absl::StrCat(MethodLabel(m.method), ",reason=\"limit\""),
+             m.shed_limit);
   }
 }
 

@@ -32,6 +32,17 @@ struct ServiceMethodsAccess {
 };
 template struct ServiceMethodsAccess<&::grpc::Service::methods_>;
 
+// RpcServiceMethod's handler, owned (the same way).
+using HandlerPtr = std::unique_ptr<::grpc::internal::MethodHandler>(
+    ::grpc::internal::RpcServiceMethod::*);
+HandlerPtr MethodHandlerMember();
+template <HandlerPtr kMember>
+struct MethodHandlerAccess {
+  friend HandlerPtr MethodHandlerMember() { return kMember; }
+};
+template struct MethodHandlerAccess<
+    &::grpc::internal::RpcServiceMethod::handler_>;
+
 static_assert(
     std::is_same_v<
         decltype(std::declval<::grpc::internal::RpcServiceMethod&>().handler()),
@@ -95,7 +106,13 @@ size_t ParkedHolders() {
   return n;
 }
 
-SyncSlot FindSyncSlot(::grpc::Service* service, std::string_view method) {
+std::unique_ptr<::grpc::internal::MethodHandler>& HandlerOf(
+    ::grpc::internal::RpcServiceMethod* method) {
+  return method->*MethodHandlerMember();
+}
+
+SyncSlot FindSyncSlot(::grpc::Service* service, std::string_view method,
+                      bool callback) {
   SyncSlot slot;
   std::string wire_name = "/";  // gRPC's name: "/pkg.Service/Method"
   wire_name.append(method);
@@ -119,8 +136,10 @@ SyncSlot FindSyncSlot(::grpc::Service* service, std::string_view method) {
       slot.reason = "raw async method (ByteBuffer)";
     } else if (m->api_type() == ApiType::RAW_CALL_BACK) {
       slot.reason = "raw callback method (ByteBuffer)";
-    } else if (m->api_type() == ApiType::CALL_BACK) {
-      slot.reason = "callback method without a message allocator hook";
+    } else if ((m->api_type() == ApiType::CALL_BACK) != callback) {
+      slot.reason = callback ? "not a callback method"
+                             : "callback method without a message allocator "
+                               "hook";
     } else if (m->handler() == nullptr) {
       slot.reason = "no handler";
     } else {

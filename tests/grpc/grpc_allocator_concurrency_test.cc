@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "arenarpc/grpc/internal/shed.h"
 #include "arenarpc/grpc/internal/sync_handler.h"
 #include "arenarpc/grpc/server.h"
 #include "arenarpc/grpc/stats.h"
@@ -201,6 +202,37 @@ TEST(SyncHandoffConcurrencyTest, ParkedOnOneThreadTakenOnAnother) {
   scraper.join();
   EXPECT_EQ(taken.load(), kCalls);
   EXPECT_EQ(internal::ParkedHolders(), 0u);
+}
+
+// ServerOptions::max_calls_in_flight: calls admitted and ended on gRPC's
+// threads at once never exceed the limit, and every refusal is counted.
+TEST(InFlightLimitConcurrencyTest, NeverOverTheLimit) {
+  constexpr int kMax = 3, kThreads = 4, kCalls = 20000;
+  internal::InFlightLimit limit(kMax);
+  internal::ShedCounters* shed = internal::ShedCountersFor("test.Limit/Calls");
+  const uint64_t refused_before = shed->limit.load();
+  std::atomic<int> inside{0}, most{0}, admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kCalls; ++i) {
+        if (!limit.Admit(shed)) continue;
+        admitted.fetch_add(1);
+        const int now = inside.fetch_add(1) + 1;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        inside.fetch_sub(1);
+        limit.Done();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_LE(most.load(), kMax);
+  EXPECT_EQ(admitted.load() + (shed->limit.load() - refused_before),
+            uint64_t{kThreads} * kCalls);
+  for (int i = 0; i < kMax; ++i) EXPECT_TRUE(limit.Admit(shed));  // all back
+  EXPECT_FALSE(limit.Admit(shed));
 }
 
 TEST(StreamArenaConcurrencyTest, MessagesMadeAndDroppedOnTwoThreads) {

@@ -44,6 +44,7 @@
 #include "absl/base/thread_annotations.h"
 #include "arenarpc/grpc/allocators.h"
 #include "arenarpc/grpc/install_result.h"
+#include "arenarpc/grpc/internal/callback_limit.h"
 #include "arenarpc/grpc/internal/sync_handler.h"
 #include "arenarpc/internal/mutex.h"
 
@@ -124,7 +125,11 @@ MethodInstall InstallCallbackMethod(
                                           : std::string(method);
   auto choice =
       internal::AllocatorFor<Req, Resp>(options, name, ServerApi::kCallback);
-  if (choice.allocator != nullptr) (service->*setter)(choice.allocator);
+  if (choice.allocator != nullptr) {
+    internal::SetCallbackAllocator(
+        service, method, options.max_calls_in_flight, choice.allocator,
+        [&](auto* allocator) { (service->*setter)(allocator); });
+  }
   return std::move(choice.report);
 }
 
@@ -159,7 +164,7 @@ MethodInstall InstallSyncMethod(Service* service, const ServerOptions& options,
   if (choice.allocator != nullptr) {
     slot.method->SetHandler(new internal::SyncUnaryHandler<kMethod>(
         static_cast<Base*>(service), choice.allocator,
-        internal::ShedCountersFor(method)));
+        internal::ShedCountersFor(method), options.max_calls_in_flight));
   }
   return std::move(choice.report);
 }

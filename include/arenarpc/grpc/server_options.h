@@ -6,6 +6,7 @@
 //   options.automatic.max_cpu_share = 0.01;   // kAuto learns on 1 % of CPU
 //   options.idle_trim.idle_ms = 1000;         // trim after 1 s without calls
 //   options.max_pooled_bytes = 256 << 20;     // then heap messages
+//   options.max_calls_in_flight = 16;         // then RESOURCE_EXHAUSTED
 //   r = mysvc::InstallMyServiceAllocators(&service, options);
 //
 // Process-wide settings: `automatic.max_cpu_share`, `idle_trim.idle_ms`
@@ -70,6 +71,11 @@ struct ServerOptions {
   // calls get heap messages (GrpcStats::over_cap_heap_calls) and the depots
   // are trimmed at once; calls are never failed (docs/OPERATE.md).
   uint64_t max_pooled_bytes = 0;
+  // Per method (sync and callback; on the callback API only installs that
+  // name the method, as the plugin's do): a call arriving while this many
+  // are in flight is answered RESOURCE_EXHAUSTED before its request is
+  // parsed (counted: ServedMethodStats::shed_limit). 0: no limit.
+  int max_calls_in_flight = 0;
 };
 
 namespace internal {

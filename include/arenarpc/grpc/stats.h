@@ -125,6 +125,9 @@ struct ServedMethodStats {
   // Calls answered DEADLINE_EXCEEDED, their deadline passed: sync, before
   // their request was parsed; async, before their handler (DeadlinePassed).
   uint64_t shed_deadline = 0;
+  // Calls answered RESOURCE_EXHAUSTED unparsed: max_calls_in_flight were
+  // in flight (ServerOptions).
+  uint64_t shed_limit = 0;
 };
 std::vector<ServedMethodStats> GetServedMethodStats();
 

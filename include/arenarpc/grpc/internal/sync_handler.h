@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -27,12 +28,16 @@
 namespace arenarpc::internal {
 
 // Where `method` ("pkg.Service/Method") of `service` stands: `method` if it
-// is sync and unary with a handler that may be swapped, else why not.
+// is unary, sync (or callback) with a handler that may be swapped, else
+// why not. HandlerOf: its handler, owned.
 struct SyncSlot {
   ::grpc::internal::RpcServiceMethod* method = nullptr;
   std::string reason;
 };
-SyncSlot FindSyncSlot(::grpc::Service* service, std::string_view method);
+SyncSlot FindSyncSlot(::grpc::Service* service, std::string_view method,
+                      bool callback = false);
+std::unique_ptr<::grpc::internal::MethodHandler>& HandlerOf(
+    ::grpc::internal::RpcServiceMethod* method);
 
 // A call parked from Deserialize to RunHandler (which gets no handler_data):
 // its holder, request parsed, or the request's bytes. TakeCall: {} if none.
@@ -74,8 +79,11 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
  public:
   SyncUnaryHandler(Service* service,
                    ::grpc::MessageAllocator<Req, Resp>* allocator,
-                   ShedCounters* shed)
-      : service_(service), allocator_(allocator), shed_(shed) {}
+                   ShedCounters* shed, int max_in_flight)
+      : service_(service),
+        allocator_(allocator),
+        shed_(shed),
+        limit_(max_in_flight) {}
 
   void* Deserialize(grpc_call* call, grpc_byte_buffer* req,
                     ::grpc::Status* status, void** /*handler_data*/) override {
@@ -97,9 +105,13 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
     const ParkedCall parked = TakeCall(param.call->call());
     auto* holder = static_cast<Holder*>(parked.holder);
     ::grpc::Status status = param.status;
+    bool admitted = false;
     if (status.ok() && (holder != nullptr || parked.payload != nullptr) &&
-        PastDeadline(*param.server_context, shed_, &status)) {
-      // Nobody waits: no parse (or no handler), only the status.
+        (PastDeadline(*param.server_context, shed_, &status) ||
+         !(admitted = limit_.Admit(shed_)))) {
+      // Nobody waits, or too many calls do: no parse (or no handler), only
+      // the status.
+      if (status.ok()) status = OverLimitStatus();  // not the deadline
       if (parked.payload != nullptr) grpc_byte_buffer_destroy(parked.payload);
       if (holder != nullptr) {
         if (holder->Timed()) holder->Failed();
@@ -117,6 +129,7 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
       }
       ::grpc::internal::UnaryRunHandlerHelper(
           param, static_cast<google::protobuf::MessageLite*>(nullptr), status);
+      if (admitted) limit_.Done();
       return;
     }
     if (status.ok()) {
@@ -139,6 +152,7 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
       holder->Failed();
     }
     holder->Release();
+    if (admitted) limit_.Done();
   }
 
  private:
@@ -179,6 +193,7 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
   Service* const service_;
   ::grpc::MessageAllocator<Req, Resp>* const allocator_;
   ShedCounters* const shed_;
+  InFlightLimit limit_;
   std::atomic<int> parse_{kParseUnknown};
 };
 
