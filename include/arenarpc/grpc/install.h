@@ -52,11 +52,8 @@ namespace internal {
 
 // Whether two installs ask for the same kAuto and shadow options.
 bool SameMeasuring(const ServerOptions& a, const ServerOptions& b);
-// A served method, for stats (src/grpc/stats.cc); kAuto's `automatic`
-// gives the mode it runs in now.
-void RecordInstalledMethod(std::string_view method, ServerApi api,
-                           AllocationMode installed,
-                           const AutoMethod* automatic);
+// A served method, recorded for stats (src/grpc/stats.cc); kAuto's
+// `automatic` gives the mode it runs in now.
 MethodInstall Served(std::string_view method, ServerApi api,
                      AllocationMode mode, const AutoMethod* automatic);
 MethodInstall NotServed(std::string_view method, std::string reason,
