@@ -22,12 +22,11 @@
 //       &cb_service, options, "arenarpc.echo.EchoService/Echo",
 //       &EchoService::CallbackService::SetMessageAllocatorFor_Echo));
 //
-// Sync methods: gRPC's generated handler is swapped for arenarpc's, which
-// takes the call's messages from the callback API's allocators and calls
-// the service's own virtual method on gRPC's sync thread pool; handlers
-// keep their signatures and may block. Installing a service object again
-// replaces its install; installing a method again with other kAuto or
-// shadow options is refused (the result says why).
+// Sync methods keep their signatures and may block: gRPC's generated
+// handler is swapped for arenarpc's (docs/DESIGN.md, "Sync services: the
+// handler swap"). Installing a service object again replaces its install;
+// installing a method again with other kAuto or shadow options is refused
+// (the result says why).
 //
 // Thread safety: install before the server is built, from one thread.
 // Lifetime: allocators are process-wide and never destroyed; a sync
