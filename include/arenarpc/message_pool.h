@@ -145,19 +145,12 @@ class MessagePoolCore {
   std::unique_ptr<SizeGuard> guard_;  // the growth bound
 
   // Updated on every Acquire/return by all threads: striped, not shared.
-  StripedCounter in_use_;
-  StripedCounter retained_;
-  StripedCounter kept_bytes_;     // footprint bytes a use did not allocate
-  StripedCounter regrown_bytes_;  // arena bytes a use allocated again
-  StripedCounter created_;
-  std::atomic<uint64_t> evicted_{0};
-  std::atomic<uint64_t> garbage_{0};
-  std::atomic<uint64_t> aged_{0};
-  std::atomic<uint64_t> interrupted_{0};
-  std::atomic<uint64_t> dropped_{0};
-  StripedCounter fresh_;
-  StripedCounter large_;  // large_on_arena
-  std::atomic<uint64_t> unrouted_large_{0};
+  // kept_bytes_: footprint bytes a use did not allocate; regrown_bytes_:
+  // arena bytes a use allocated again; large_: large_on_arena.
+  StripedCounter in_use_, retained_, kept_bytes_, regrown_bytes_, created_,
+      fresh_, large_;
+  std::atomic<uint64_t> evicted_{0}, garbage_{0}, aged_{0}, interrupted_{0},
+      dropped_{0}, unrouted_large_{0};
   // Heap instances off while > 0 (fresh arenas instead); counts returns.
   std::atomic<int64_t> fresh_returns_left_{0};
 };
