@@ -44,10 +44,6 @@ void Unregister(Entries<Named> Registry::*entries, const void* pool) {
   std::erase_if(r.*entries, [pool](const auto& e) { return e.first == pool; });
 }
 
-void UnregisterMessagePool(const void* pool) {
-  Unregister(&Registry::message_pools, pool);
-}
-
 // Under the lock: a pool being destroyed waits in Unregister() until this
 // read is done (Stats() is cheap: no walk of messages or objects).
 template <class Named>
@@ -151,7 +147,8 @@ namespace internal {
 
 void RegisterMessagePool(std::string name, bool used_by_grpc, const void* pool,
                          std::function<MessagePoolStats()> stats) {
-  SetMessagePoolDestroyedHook(&UnregisterMessagePool);
+  SetMessagePoolDestroyedHook(
+      [](const void* pool) { Unregister(&Registry::message_pools, pool); });
   Registry& r = GetRegistry();
   internal::MutexLock lock(&r.mu);
   r.message_pools.emplace_back(

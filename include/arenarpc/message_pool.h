@@ -11,12 +11,10 @@
 //   // Generic/dynamic services: a pool from a prototype.
 //   arenarpc::MessagePool<google::protobuf::Message> any(&prototype);
 //
-// Reuse keeps what protobuf's Clear() keeps; a type Clear() cannot keep
-// whole (ReuseLimit() not empty) gets a fresh arena per use instead. Prefer
-// ParseFrom() to protobuf's ParseFromString(): it sees the size first. An
-// instance is rebuilt past the growth bound, the garbage ratio or
-// `rebuild_every` uses; idle ones are bounded and decay. Why and how:
-// docs/DESIGN.md ("Reuse: MessagePool<T>").
+// Reuse keeps what protobuf's Clear() keeps. Prefer ParseFrom() to
+// protobuf's ParseFromString(): it sees the size first. Lossy types, the
+// growth bound, rebuilds and idle instances: docs/DESIGN.md ("Reuse:
+// MessagePool<T>").
 //
 // Out of memory: std::bad_alloc only when the heap fails too; an instance
 // whose use an exception interrupted is destroyed, never reused.
@@ -26,10 +24,9 @@
 // Lifetime: every PooledMessage must be destroyed before its pool; do not
 // keep pointers into the message after its handle is gone.
 //
-// Misuse: a pool destroyed while PooledMessages live, or an empty handle
-// used (reset(), moved from, default), aborts in debug builds
-// (ARENARPC_DEBUG_CHECKS) and is undefined behaviour in release builds; a
-// message used after its return is undefined (ASan: use-after-poison).
+// Misuse (a pool destroyed while PooledMessages live, an empty handle used,
+// a message used after its return) is undefined in release builds; debug
+// and ASan builds catch it (docs/DESIGN.md, "Misuse").
 #ifndef ARENARPC_MESSAGE_POOL_H_
 #define ARENARPC_MESSAGE_POOL_H_
 
@@ -148,19 +145,12 @@ class MessagePoolCore {
   std::unique_ptr<SizeGuard> guard_;  // the growth bound
 
   // Updated on every Acquire/return by all threads: striped, not shared.
-  StripedCounter in_use_;
-  StripedCounter retained_;
-  StripedCounter kept_bytes_;     // footprint bytes a use did not allocate
-  StripedCounter regrown_bytes_;  // arena bytes a use allocated again
-  StripedCounter created_;
-  std::atomic<uint64_t> evicted_{0};
-  std::atomic<uint64_t> garbage_{0};
-  std::atomic<uint64_t> aged_{0};
-  std::atomic<uint64_t> interrupted_{0};
-  std::atomic<uint64_t> dropped_{0};
-  StripedCounter fresh_;
-  StripedCounter large_;  // large_on_arena
-  std::atomic<uint64_t> unrouted_large_{0};
+  // kept_bytes_: footprint bytes a use did not allocate; regrown_bytes_:
+  // arena bytes a use allocated again; large_: large_on_arena.
+  StripedCounter in_use_, retained_, kept_bytes_, regrown_bytes_, created_,
+      fresh_, large_;
+  std::atomic<uint64_t> evicted_{0}, garbage_{0}, aged_{0}, interrupted_{0},
+      dropped_{0}, unrouted_large_{0};
   // Heap instances off while > 0 (fresh arenas instead); counts returns.
   std::atomic<int64_t> fresh_returns_left_{0};
 };

@@ -18,31 +18,22 @@
 //   #include "arenarpc/metrics.h"
 //   arenarpc::RegisterObjectPoolStats("my.Request", &pool);
 //
-// Design (docs/DESIGN.md, "Objects"): blocks mapped from the OS, aligned to
-// their size, so an object has no header. Each thread caches free objects
-// in two "magazines" of pointers: New/Delete pop or push one, with no lock
-// and no atomic read-modify-write; a full or empty magazine is swapped with
-// a sharded depot. Default() has a per-type `thread_local` cache, is
-// constant-initialised (usable from static initialisers and destructors)
-// and never destroyed.
+// Design: docs/DESIGN.md, "Objects". Default() has a per-type thread_local
+// cache, is constant-initialised (usable from static initialisers and
+// destructors) and never destroyed.
 //
 // Thread safety: every member function may be called from any thread, and
 // an object may be deleted by another thread than the one that made it:
-// full magazines go through the depot, so producer/consumer memory stays
-// bounded by the objects in flight plus 2 * magazine_size per thread.
+// memory stays bounded by the objects in flight plus 2 * magazine_size per
+// thread.
 //
 // Lifetime: an exiting thread hands its cache to the depot. An instance must
 // outlive its objects: its destructor unmaps all blocks without running the
-// destructors of objects not yet deleted. Trim() unmaps the blocks whose
-// objects are all free in the depot (other threads' caches keep theirs
-// until they exit or call FlushThreadCache()).
+// destructors of objects not yet deleted.
 //
-// Misuse, by build (debug: ARENARPC_DEBUG_CHECKS, on unless NDEBUG):
-//  - a double Delete/Deallocate: debug and ASan builds abort ("freed twice")
-//    before ~T runs again; release: undefined;
-//  - an object of another pool, or an address inside a block that is not an
-//    object: debug builds abort; release: undefined;
-//  - use after Delete: undefined behaviour; ASan reports use-after-poison.
+// Misuse (a double Delete/Deallocate, another pool's object or an interior
+// address, use after Delete) is undefined in release builds; debug and ASan
+// builds catch it (docs/DESIGN.md, "Misuse").
 // Out of memory: New() throws std::bad_alloc (aborts without exceptions),
 // Allocate() returns nullptr. If the heap refuses the few KiB of a magazine,
 // a thread works uncached, and a freed object with no magazine to go to is

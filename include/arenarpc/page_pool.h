@@ -16,10 +16,9 @@
 // destructor unmaps the cached pages; pages still out are leaked (their
 // owner may still use them). `Default()` is never destroyed.
 //
-// Misuse, undefined behaviour in release builds: a page returned twice
-// (debug and ASan builds abort), a page not from this pool or a pool
-// destroyed with pages out (debug builds abort), a page touched after its
-// return (ASan: use-after-poison).
+// Misuse (a page returned twice or not from this pool, a pool destroyed
+// with pages out, a page touched after its return) is undefined in release
+// builds; debug and ASan builds catch it (docs/DESIGN.md, "Misuse").
 #ifndef ARENARPC_PAGE_POOL_H_
 #define ARENARPC_PAGE_POOL_H_
 

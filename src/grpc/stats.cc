@@ -85,17 +85,13 @@ void RecordFreeRequest(AllocationMode mode) {
   Counters(mode).free_requests.fetch_add(1, std::memory_order_relaxed);
 }
 
-void RecordInstalledMethod(std::string_view method, ServerApi api,
-                           AllocationMode installed,
-                           const AutoMethod* automatic) {
-  InstalledRegistry& r = Installed();
-  MutexLock lock(&r.mu);
-  r.methods[std::string(method)] = {api, installed, automatic};
-}
-
 MethodInstall Served(std::string_view method, ServerApi api,
                      AllocationMode mode, const AutoMethod* automatic) {
-  RecordInstalledMethod(method, api, mode, automatic);
+  {
+    InstalledRegistry& r = Installed();
+    MutexLock lock(&r.mu);
+    r.methods[std::string(method)] = {api, mode, automatic};
+  }
   return {.method = std::string(method),
           .served = true,
           .api = api,

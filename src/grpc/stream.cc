@@ -21,15 +21,27 @@ using internal::StreamGeneration;
 
 namespace {
 
-// Process-wide mirror of every StreamArena's stats_: striped, because many
-// streams make messages at once. Never destroyed.
+// Process-wide, striped because many streams count at once: every
+// StreamArena's stats_ mirrored, and StreamMessages' (streaming.h). Never
+// destroyed.
 struct Totals {
   internal::StripedCounter streams, streams_created, messages, generations,
       live_messages, live_generations;
+  struct {
+    internal::StripedCounter streams, streams_opened, live_messages,
+        arena_resets, arena_bytes, sampled;
+    std::array<internal::StripedCounter, kNumAllocationModes> messages;
+  } streamed;
 };
 Totals& GetTotals() {
   static Totals* const totals = new Totals();
   return *totals;
+}
+
+// One of a StreamArena's counters and its process-wide total.
+void Count(uint64_t& stat, internal::StripedCounter& total, int64_t delta) {
+  stat += delta;
+  total.Add(delta);
 }
 
 }  // namespace
@@ -57,14 +69,6 @@ StreamArena::~StreamArena() {
   GetTotals().streams.Add(-1);
   delete current_;
 }
-
-namespace {
-// One of a StreamArena's counters and its process-wide total.
-void Count(uint64_t& stat, internal::StripedCounter& total, int64_t delta) {
-  stat += delta;
-  total.Add(delta);
-}
-}  // namespace
 
 StreamGeneration* StreamArena::Acquire(ScopedArena** arena) {
   internal::MutexLock lock(&mu_);
@@ -112,34 +116,20 @@ StreamArenaStats StreamArena::Stats() const {
 
 // --- StreamMessages (streaming.h) ---
 
-namespace {
-
-struct MessagesTotals {
-  internal::StripedCounter streams, streams_opened, live_messages, arena_resets,
-      arena_bytes, sampled;
-  std::array<internal::StripedCounter, kNumAllocationModes> messages;
-};
-MessagesTotals& GetMessagesTotals() {
-  static MessagesTotals* const totals = new MessagesTotals();
-  return *totals;
-}
-
-}  // namespace
-
 namespace internal {
 
 void RecordStreamOpen() {
-  GetMessagesTotals().streams.Add(1);
-  GetMessagesTotals().streams_opened.Add(1);
+  GetTotals().streamed.streams.Add(1);
+  GetTotals().streamed.streams_opened.Add(1);
 }
-void RecordStreamClose() { GetMessagesTotals().streams.Add(-1); }
+void RecordStreamClose() { GetTotals().streamed.streams.Add(-1); }
 void RecordStreamMessage(AllocationMode mode) {
-  GetMessagesTotals().messages[static_cast<int>(mode)].Add(1);
-  GetMessagesTotals().live_messages.Add(1);
+  GetTotals().streamed.messages[static_cast<int>(mode)].Add(1);
+  GetTotals().streamed.live_messages.Add(1);
 }
 void RecordStreamRelease(AllocationMode mode, uint64_t arena_bytes,
                          bool sampled) {
-  MessagesTotals& t = GetMessagesTotals();
+  auto& t = GetTotals().streamed;
   t.live_messages.Add(-1);
   if (mode == AllocationMode::kArena) {
     t.arena_resets.Add(1);
@@ -151,7 +141,7 @@ void RecordStreamRelease(AllocationMode mode, uint64_t arena_bytes,
 }  // namespace internal
 
 StreamTotals GetStreamTotals() {
-  const MessagesTotals& t = GetMessagesTotals();
+  const auto& t = GetTotals().streamed;
   StreamTotals s{.streams = t.streams.NonNegativeSum(),
                  .streams_opened = t.streams_opened.NonNegativeSum(),
                  .live_messages = t.live_messages.NonNegativeSum(),

@@ -429,12 +429,11 @@ size_t FixedPool::Trim() {
         if (b == carving_) carving_ = nullptr;
       }
     }
-    if (!released.empty()) {
-      std::erase_if(blocks_,
-                    [](BlockHeader* b) { return b->scratch == kDying; });
-      blocks_released_ += released.size();
-      for (uint32_t i = 0; i < num_shards_; ++i) {
-        Shard& sh = shards_[i];
+    std::erase_if(blocks_, [](BlockHeader* b) { return b->scratch == kDying; });
+    blocks_released_ += released.size();
+    for (uint32_t i = 0; i < num_shards_; ++i) {
+      Shard& sh = shards_[i];
+      if (!released.empty()) {  // the depot without the released blocks
         std::vector<void*> keep;
         sh.ForEach([&](void* p) {
           if (HeaderOf(p)->scratch != kDying) keep.push_back(p);
@@ -442,10 +441,7 @@ size_t FixedPool::Trim() {
         while (Magazine* m = sh.TakeFull()) sh.FreeMagazine(m);
         sh.Put(keep.data(), keep.size());
       }
-    }
-    for (uint32_t i = 0; i < num_shards_; ++i) {  // spares are memory too
-      Shard& sh = shards_[i];
-      Magazine::FreeList(std::exchange(sh.empty, nullptr));
+      Magazine::FreeList(std::exchange(sh.empty, nullptr));  // spares too
       sh.empty_count = 0;
       sh.peak_full = sh.in_depot / magazine_size_;  // spares start over
     }

@@ -160,7 +160,7 @@ size_t PointerCache::DecayTick(bool* more) {
   // Stacks unchanged for a period, as the ticks see it (one to two periods;
   // half a period raised a burst's peak RSS: docs/DESIGN_NOTES.md). Any
   // left over wait for the next tick, a period on.
-  return n + ReleaseIdleStacks(decay_period_, kDecayBatch);
+  return n + ReleaseIdle(decay_period_, kDecayBatch);
 }
 
 void PointerCache::ToDepot(void* const* items, size_t n) {
@@ -195,8 +195,8 @@ void PointerCache::FlushThisThread() {
   s->count.store(0, std::memory_order_relaxed);
 }
 
-size_t PointerCache::ReleaseIdleStacks(std::chrono::nanoseconds idle_for,
-                                       size_t max_items) {
+size_t PointerCache::ReleaseIdle(std::chrono::nanoseconds idle_for,
+                                 size_t max_items) {
   const auto now = std::chrono::steady_clock::now();
   std::vector<void*> items;
   {

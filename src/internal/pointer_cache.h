@@ -90,10 +90,10 @@ class PointerCache : private ThreadSlots::Owner {
   size_t DrainDepot();     // Destroy()s everything in the depot; how many
   // Destroy()s the items of every stack no Pop/Push changed for `idle_for`
   // (from the first call that finds it unchanged; zero: every stack not in
-  // use now); returns how many.
-  size_t ReleaseIdle(std::chrono::nanoseconds idle_for) {
-    return ReleaseIdleStacks(idle_for, ~size_t{0});
-  }
+  // use now), stopping once it took `max_items` (or memory for the list ran
+  // out; the rest wait for a later call); returns how many.
+  size_t ReleaseIdle(std::chrono::nanoseconds idle_for,
+                     size_t max_items = ~size_t{0}) ABSL_LOCKS_EXCLUDED(mu_);
   // One decay tick, whatever the time: Destroy()s the depot's items no Pop
   // reached since the last tick, at most 64 (the rest 1/16 of a period on),
   // then, if none are left, the stacks unchanged for a period. Never throws
@@ -160,10 +160,6 @@ class PointerCache : private ThreadSlots::Owner {
   void MaybeDecay() ABSL_LOCKS_EXCLUDED(mu_);
   // *more: it stopped at kDecayBatch with unreached depot items left.
   size_t DecayTick(bool* more) ABSL_LOCKS_EXCLUDED(mu_);
-  // ReleaseIdle stopping once it took max_items items (or memory for the
-  // list ran out); the rest wait for a later call.
-  size_t ReleaseIdleStacks(std::chrono::nanoseconds idle_for, size_t max_items)
-      ABSL_LOCKS_EXCLUDED(mu_);
   static constexpr size_t kDecayBatch = 64;
 
   const uint32_t thread_capacity_;

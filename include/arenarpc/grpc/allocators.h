@@ -13,12 +13,9 @@
 //   // mode frees it):
 //   context->GetRpcAllocatorState()->FreeRequest();
 //
-// Modes (docs/MODES.md): kHeap, heap objects as gRPC makes them; kArena,
-// each message on a pooled ScopedArena owned by the call; kReuse, borrowed
-// from DefaultMessagePool<T>; kAuto, per method, one of the three picked by
-// timing the method's own calls. Over max_pooled_bytes calls get heap
-// messages; the kill switch makes every mode kHeap. After FreeRequest() the
-// handler must not touch the request.
+// Modes: docs/MODES.md. Over max_pooled_bytes calls get heap messages; the
+// kill switch makes every mode kHeap. After FreeRequest() the handler must
+// not touch the request.
 //
 // Thread safety: allocators are thread-safe; a call's holder is used by one
 // call at a time, as gRPC guarantees.

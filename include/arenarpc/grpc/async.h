@@ -31,12 +31,10 @@
 //   bool ok;
 //   while (arenarpc::NextTag(&cq, &tag, &ok)) Handle(tag, ok);
 //
-// A call's messages are taken when its CallData is made (gRPC's async API
-// parses into the request before handing out the call) and given back when
-// it is destroyed. kAuto learns on the real calls only with the three lines
-// (NextTag, Arrived(), Answered()): a call is timed from before the Next()
-// that returned its tag to after Finish() (docs/ASYNC.md); without them the
-// method stays in its starting mode. A complete server:
+// A call's messages are taken when its CallData is made and given back
+// when it is destroyed. kAuto learns on the real calls only with the three
+// lines (NextTag, Arrived(), Answered()); without them the method stays in
+// its starting mode (docs/ASYNC.md). A complete server:
 // examples/echo_async_server.cc.
 //
 // Thread safety: AsyncMethod is thread-safe (NewCall from any thread);

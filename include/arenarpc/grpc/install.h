@@ -22,12 +22,11 @@
 //       &cb_service, options, "arenarpc.echo.EchoService/Echo",
 //       &EchoService::CallbackService::SetMessageAllocatorFor_Echo));
 //
-// Sync methods: gRPC's generated handler is swapped for arenarpc's, which
-// takes the call's messages from the callback API's allocators and calls
-// the service's own virtual method on gRPC's sync thread pool; handlers
-// keep their signatures and may block. Installing a service object again
-// replaces its install; installing a method again with other kAuto or
-// shadow options is refused (the result says why).
+// Sync methods keep their signatures and may block: gRPC's generated
+// handler is swapped for arenarpc's (docs/DESIGN.md, "Sync services: the
+// handler swap"). Installing a service object again replaces its install;
+// installing a method again with other kAuto or shadow options is refused
+// (the result says why).
 //
 // Thread safety: install before the server is built, from one thread.
 // Lifetime: allocators are process-wide and never destroyed; a sync
@@ -53,11 +52,8 @@ namespace internal {
 
 // Whether two installs ask for the same kAuto and shadow options.
 bool SameMeasuring(const ServerOptions& a, const ServerOptions& b);
-// A served method, for stats (src/grpc/stats.cc); kAuto's `automatic`
-// gives the mode it runs in now.
-void RecordInstalledMethod(std::string_view method, ServerApi api,
-                           AllocationMode installed,
-                           const AutoMethod* automatic);
+// A served method, recorded for stats (src/grpc/stats.cc); kAuto's
+// `automatic` gives the mode it runs in now.
 MethodInstall Served(std::string_view method, ServerApi api,
                      AllocationMode mode, const AutoMethod* automatic);
 MethodInstall NotServed(std::string_view method, std::string reason,

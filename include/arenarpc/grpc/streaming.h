@@ -31,12 +31,9 @@
 //   };
 //
 // Each Next() releases the previous message and hands out a fresh one in
-// the method's mode (heap: one message used again, as gRPC's own loop;
-// arena: a pooled ScopedArena each; reuse: DefaultMessagePool<T>; auto: each
-// timed from its Next() to its release), so a stream holds one message per
-// StreamMessages whatever its length. The kill switch and max_pooled_bytes
-// make messages heap ones. gRPC allocates a server-streaming method's
-// request and a client-streaming method's response itself.
+// the method's mode, so a stream holds one message per StreamMessages
+// whatever its length (docs/ADOPT.md, "Streaming methods"). The kill switch
+// and max_pooled_bytes make messages heap ones.
 //
 // Thread safety: StreamMethod is thread-safe. A StreamMessages is used by
 // one thread at a time (a reactor's OnReadDone runs after the read it

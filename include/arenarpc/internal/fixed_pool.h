@@ -1,5 +1,5 @@
-// The type-erased engine behind ObjectPool<T>, whose opening comment
-// (arenarpc/object_pool.h) is the design; this header adds the mechanics.
+// The type-erased engine behind ObjectPool<T> (design: docs/DESIGN.md,
+// "Objects"); this header adds the mechanics.
 //
 //   arenarpc::internal::FixedPool pool(/*slot_size=*/64, /*slot_align=*/8, {});
 //   void* p = pool.Allocate();   // nullptr only if the OS refuses memory
