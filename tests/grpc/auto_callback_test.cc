@@ -182,7 +182,7 @@ TEST(AutoCallbackTest, AgreeingRequestSizesAreWalkedOneTrialInEight) {
         t.SizeRequest(&request, nullptr);
         ++walked;
       }
-      method->Observe(t, (mode == AllocationMode::kReuse ? 1.0 : 2.0) *
+      method->Observe(t, (mode == AllocationMode::kReuse ? 1.0 : 1.1) *
                              static_cast<double>(request.ByteSizeLong()));
       if (requests.size() == 1) {
         EXPECT_DOUBLE_EQ(t.bytes, static_cast<double>(request.ByteSizeLong()));
