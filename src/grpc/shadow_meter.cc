@@ -65,11 +65,9 @@ class Capture {
     if (!failed_) {
       const std::string name = absl::StrFormat("%06d", next_);
       const fs::path tmp = dir_ / ("." + name + ".tmp");
-      {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        failed_ = !out.write(bytes.data(),
-                             static_cast<std::streamsize>(bytes.size()));
-      }
+      failed_ =
+          !std::ofstream(tmp, std::ios::binary | std::ios::trunc)
+               .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
       std::error_code ec;  // renamed whole: readers never see half a file
       if (!failed_) fs::rename(tmp, dir_ / (name + ".bin"), ec);
       failed_ = failed_ || ec;
@@ -108,9 +106,8 @@ class Capture {
     opened_ = true;
     std::error_code ec;
     fs::create_directories(dir_, ec);
-    if (ec) return false;
-    if (!(std::ofstream(dir_ / "TYPE")
-          << prototype_->GetDescriptor()->full_name() << "\n")) {
+    if (ec || !(std::ofstream(dir_ / "TYPE")
+                << prototype_->GetDescriptor()->full_name() << "\n")) {
       return false;
     }
     // increment(ec): the range-for form would throw.

@@ -1,32 +1,15 @@
 #include "arenarpc/grpc/internal/shed.h"
 
-#include <grpcpp/impl/codegen/server_callback_handlers.h>  // 1.51 and 1.56
 #include <grpcpp/support/byte_buffer.h>
 
 #include <map>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "arenarpc/grpc/internal/callback_limit.h"
 #include "arenarpc/internal/mutex.h"
 
 namespace arenarpc::internal {
 namespace {
-
-// `make`: made on first use, else nullptr if missing. Entries never move
-// or die: handlers keep pointers to them.
-ShedCounters* Lookup(std::string_view method, bool make) {
-  static Mutex mu;
-  static auto* const methods ABSL_PT_GUARDED_BY(mu) =
-      new std::map<std::string, ShedCounters, std::less<>>();
-  MutexLock lock(&mu);
-  auto it = methods->find(method);
-  if (it == methods->end()) {
-    if (!make) return nullptr;
-    it = methods->try_emplace(std::string(method)).first;
-  }
-  return &it->second;
-}
 
 using Bytes = ::grpc::ByteBuffer;
 
@@ -63,11 +46,12 @@ void* OverLimitMark() {
 }
 
 ShedCounters* ShedCountersFor(std::string_view method) {
-  return Lookup(method, /*make=*/true);
-}
-
-const ShedCounters* FindShedCounters(std::string_view method) {
-  return Lookup(method, /*make=*/false);
+  static Mutex mu;
+  // Entries never move or die: handlers keep pointers to them.
+  static auto* const methods ABSL_PT_GUARDED_BY(mu) =
+      new std::map<std::string, ShedCounters>();
+  MutexLock lock(&mu);
+  return &methods->try_emplace(std::string(method)).first->second;
 }
 
 void AnswerPastDeadline(ShedCounters* counters, ::grpc::Status* answer) {

@@ -141,12 +141,11 @@ std::vector<ServedMethodStats> GetServedMethodStats() {
   InstalledRegistry& r = Installed();
   internal::MutexLock lock(&r.mu);
   for (const auto& [name, m] : r.methods) {
-    const internal::ShedCounters* shed = internal::FindShedCounters(name);
-    out.push_back(
-        {name, m.api, m.installed,
-         m.automatic != nullptr ? m.automatic->mode() : m.installed,
-         shed != nullptr ? shed->deadline.load(std::memory_order_relaxed) : 0,
-         shed != nullptr ? shed->limit.load(std::memory_order_relaxed) : 0});
+    const internal::ShedCounters* shed = internal::ShedCountersFor(name);
+    out.push_back({name, m.api, m.installed,
+                   m.automatic != nullptr ? m.automatic->mode() : m.installed,
+                   shed->deadline.load(std::memory_order_relaxed),
+                   shed->limit.load(std::memory_order_relaxed)});
   }
   return out;
 }

@@ -275,8 +275,7 @@ class AsyncCall {
 };
 
 uint64_t ShedDeadline(std::string_view method) {
-  const internal::ShedCounters* shed = internal::FindShedCounters(method);
-  return shed != nullptr ? shed->deadline.load() : 0;
+  return internal::ShedCountersFor(method)->deadline.load();
 }
 
 // A call held past its deadline is answered DEADLINE_EXCEEDED without its

@@ -55,6 +55,12 @@ template <class Req, class Resp>
 std::string TypePairName() {
   return MessageTypeName<Req>() + " -> " + MessageTypeName<Resp>();
 }
+// Trims a MessagePool<T>'s depot and the caches of threads idle that long.
+template <class T>
+void TrimPool(void* pool, std::chrono::milliseconds idle_for) {
+  static_cast<MessagePool<T>*>(pool)->Trim();
+  static_cast<MessagePool<T>*>(pool)->ReleaseIdleCaches(idle_for);
+}
 }  // namespace internal
 
 // kReuse's pool of T, one per process; its stats and trimming are
@@ -66,12 +72,7 @@ MessagePool<T>& DefaultMessagePool() {
     internal::RegisterMessagePool(internal::MessageTypeName<T>(),
                                   /*used_by_grpc=*/true, p,
                                   [p] { return p->Stats(); });
-    internal::RegisterMessagePoolTrim(
-        [](void* q, std::chrono::milliseconds idle_for) {
-          static_cast<MessagePool<T>*>(q)->Trim();
-          static_cast<MessagePool<T>*>(q)->ReleaseIdleCaches(idle_for);
-        },
-        p);
+    internal::RegisterMessagePoolTrim(&internal::TrimPool<T>, p);
     return p;
   }();
   return *pool;
@@ -81,10 +82,8 @@ namespace internal {
 // kAuto: gives back a method's idle kReuse instances once it leaves reuse.
 template <class Req, class Resp>
 void TrimDefaultMessagePools() {
-  DefaultMessagePool<Req>().Trim();
-  DefaultMessagePool<Req>().ReleaseIdleCaches(std::chrono::milliseconds(0));
-  DefaultMessagePool<Resp>().Trim();
-  DefaultMessagePool<Resp>().ReleaseIdleCaches(std::chrono::milliseconds(0));
+  TrimPool<Req>(&DefaultMessagePool<Req>(), std::chrono::milliseconds(0));
+  TrimPool<Resp>(&DefaultMessagePool<Resp>(), std::chrono::milliseconds(0));
 }
 
 // The mode a call (or streamed message) of a method installed in

@@ -147,18 +147,16 @@ class AsyncMethod {
     // Inside another call's window (the next CallData made while handling
     // one): left out of it.
     const double excluded = internal::AsyncExclusionStart();
-    CallMessages<Req, Resp> call;
-    if (metered_ == nullptr) {
-      call = CallMessages<Req, Resp>(allocator_->AllocateMessages());
-    } else {
-      internal::CallTiming timing;
-      ::grpc::MessageHolder<Req, Resp>* holder =
-          metered_->AllocateAsync(&timing);
-      const double made_at =
-          timing.method != nullptr ? internal::ThreadCpuNs() : 0;
-      call = CallMessages<Req, Resp>(
-          holder, internal::AsyncCall(metered_->automatic(), timing, made_at));
-    }
+    internal::CallTiming timing;
+    ::grpc::MessageHolder<Req, Resp>* holder =
+        metered_ != nullptr ? metered_->AllocateAsync(&timing)
+                            : allocator_->AllocateMessages();
+    const double made_at =
+        timing.method != nullptr ? internal::ThreadCpuNs() : 0;
+    CallMessages<Req, Resp> call(
+        holder, internal::AsyncCall(
+                    metered_ != nullptr ? metered_->automatic() : nullptr,
+                    timing, made_at));
     internal::AsyncExclusionEnd(excluded);
     return call;
   }

@@ -35,6 +35,7 @@
 #define ARENARPC_GRPC_INSTALL_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -43,7 +44,7 @@
 #include "absl/base/thread_annotations.h"
 #include "arenarpc/grpc/allocators.h"
 #include "arenarpc/grpc/install_result.h"
-#include "arenarpc/grpc/internal/callback_limit.h"
+#include "arenarpc/grpc/internal/shed.h"
 #include "arenarpc/grpc/internal/sync_handler.h"
 #include "arenarpc/internal/mutex.h"
 
@@ -121,10 +122,23 @@ MethodInstall InstallCallbackMethod(
                                           : std::string(method);
   auto choice =
       internal::AllocatorFor<Req, Resp>(options, name, ServerApi::kCallback);
-  if (choice.allocator != nullptr) {
-    internal::SetCallbackAllocator(
-        service, method, options.max_calls_in_flight, choice.allocator,
-        [&](auto* allocator) { (service->*setter)(allocator); });
+  if (choice.allocator == nullptr) return std::move(choice.report);
+  // A named method's handler is wrapped for max_calls_in_flight; unwrapped
+  // first: gRPC's setter casts the handler to its own type.
+  using Limited = internal::LimitedCallbackHandler<Req, Resp>;
+  ::grpc::internal::RpcServiceMethod* m =
+      method.empty() ? nullptr
+                     : internal::FindSyncSlot(service, method, true).method;
+  if (auto* limited = m ? dynamic_cast<Limited*>(m->handler()) : nullptr) {
+    internal::HandlerOf(m) = limited->Unwrap();
+  }
+  (service->*setter)(choice.allocator);
+  if (m != nullptr && options.max_calls_in_flight > 0 &&
+      dynamic_cast<::grpc::internal::CallbackUnaryHandler<Req, Resp>*>(
+          m->handler()) != nullptr) {
+    internal::HandlerOf(m) = std::make_unique<Limited>(
+        std::move(internal::HandlerOf(m)), choice.allocator,
+        options.max_calls_in_flight, internal::ShedCountersFor(method));
   }
   return std::move(choice.report);
 }

@@ -103,12 +103,11 @@ class StreamMessages {
         running_(o.running_),
         sampled_(std::exchange(o.sampled_, false)),
         message_(std::exchange(o.message_, nullptr)),
-        arena_(std::move(o.arena_)),
+        arena_(std::exchange(o.arena_, std::nullopt)),
         pooled_(std::move(o.pooled_)),
         heap_(std::move(o.heap_)),
         messages_(o.messages_),
         peak_arena_bytes_(o.peak_arena_bytes_) {
-    o.arena_.reset();
     if (o.timed_.has_value()) {  // moved mid-message: its trial is dropped
       o.timed_->Fail();
       o.timed_.reset();

@@ -16,6 +16,7 @@
 #include "arenarpc/grpc/internal/auto_call.h"
 #include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/internal/shadow_meter.h"
+#include "arenarpc/grpc/internal/shed.h"
 #include "arenarpc/message_pool.h"
 
 namespace arenarpc::internal {
@@ -35,8 +36,12 @@ class CallHolder : public ::grpc::MessageHolder<Req, Resp> {
     timed_.Exclude(sampled_.AtRelease(this->request(), *this->response()));
     timed_.AtRelease(this->request(), *this->response());
     RecordRelease(mode_, ArenaBytes());
+    InFlightLimit* const limit = limit_;
     delete this;
+    if (limit != nullptr) limit->Done();
   }
+  // A call counted against max_calls_in_flight until its messages are gone.
+  void set_limit(InFlightLimit* limit) { limit_ = limit; }
 
  protected:
   CallHolder(AllocationMode mode, ShadowMeter* sampler,
@@ -59,6 +64,7 @@ class CallHolder : public ::grpc::MessageHolder<Req, Resp> {
   TimedCall timed_;
   SampledCall sampled_;
   const AllocationMode mode_;
+  InFlightLimit* limit_ = nullptr;
 };
 
 template <class Req, class Resp>

@@ -1,20 +1,28 @@
-// Internal: answering a call whose deadline passed, or one over
-// ServerOptions::max_calls_in_flight, without parsing its request or
-// running its handler (sync_handler.h, callback_limit.h, async.h; counted
-// for stats.h). Cancellation is not checked: IsCancelled() polls the sync
-// call's queue (28-44 us of CPU, docs/raw/overload/shed_check.md) and is
-// not valid on the async API before AsyncNotifyWhenDone's tag.
-// Thread-safe; counters are never destroyed.
+// Internal: answering a call without parsing its request or running its
+// handler, counted for stats.h: its deadline passed (sync_handler.h,
+// async.h), or ServerOptions::max_calls_in_flight are in flight (sync, and
+// callback through LimitedCallbackHandler). Cancellation is not checked:
+// IsCancelled() polls the sync call's queue (docs/OPERATE.md, "Overload")
+// and is not valid on the async API before AsyncNotifyWhenDone's tag.
+// Thread safety: called from many threads at once; counters are never
+// destroyed. Lifetime: a LimitedCallbackHandler is owned by its method
+// (grpc::Service), like gRPC's handler.
 #ifndef ARENARPC_GRPC_INTERNAL_SHED_H_
 #define ARENARPC_GRPC_INTERNAL_SHED_H_
 
+#include <grpc/byte_buffer.h>
 #include <grpc/support/time.h>
+#include <grpcpp/impl/codegen/server_callback_handlers.h>  // 1.51 and 1.56
+#include <grpcpp/impl/rpc_service_method.h>
 #include <grpcpp/server_context.h>
+#include <grpcpp/support/message_allocator.h>
 #include <grpcpp/support/status.h>
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string_view>
+#include <utility>
 
 namespace arenarpc::internal {
 
@@ -24,10 +32,8 @@ struct ShedCounters {
   std::atomic<uint64_t> deadline{0};
   std::atomic<uint64_t> limit{0};
 };
-// The counters of `method` ("pkg.Service/Method"), made on first use;
-// Find: nullptr if no install made them.
+// The counters of `method` ("pkg.Service/Method"), made on first use.
 ShedCounters* ShedCountersFor(std::string_view method);
-const ShedCounters* FindShedCounters(std::string_view method);
 
 // True if `deadline` (a ServerContext's raw_deadline(), monotonic) has
 // passed: a compare without a deadline, else one clock read.
@@ -72,6 +78,68 @@ class InFlightLimit {
 
 // RESOURCE_EXHAUSTED: the answer to a call over the limit.
 ::grpc::Status OverLimitStatus();
+
+template <class Req, class Resp>
+class CallHolder;  // holders.h
+
+// What Deserialize hands RunHandler for a call over the limit, and the
+// handler that answers it RESOURCE_EXHAUSTED.
+void* OverLimitMark();
+::grpc::internal::MethodHandler* OverLimitHandler();
+
+// gRPC's callback unary handler of a method, wrapped: a call arriving over
+// the limit is answered before its messages are made or its request
+// parsed; an admitted one counts until gRPC releases its messages.
+template <class Req, class Resp>
+class LimitedCallbackHandler final
+    : public ::grpc::internal::MethodHandler,
+      public ::grpc::MessageAllocator<Req, Resp> {
+  using Inner = ::grpc::internal::CallbackUnaryHandler<Req, Resp>;
+
+ public:
+  LimitedCallbackHandler(std::unique_ptr<MethodHandler> inner,
+                         ::grpc::MessageAllocator<Req, Resp>* allocator,
+                         int max, ShedCounters* shed)
+      : inner_(std::move(inner)),
+        allocator_(allocator),
+        limit_(max),
+        shed_(shed) {
+    static_cast<Inner*>(inner_.get())->SetMessageAllocator(this);
+  }
+  // gRPC's handler again, with the allocator this one wrapped.
+  std::unique_ptr<MethodHandler> Unwrap() {
+    static_cast<Inner*>(inner_.get())->SetMessageAllocator(allocator_);
+    return std::move(inner_);
+  }
+
+  void* Deserialize(grpc_call* call, grpc_byte_buffer* req,
+                    ::grpc::Status* status, void** handler_data) override {
+    if (limit_.Admit(shed_)) {
+      return inner_->Deserialize(call, req, status, handler_data);
+    }
+    grpc_byte_buffer_destroy(req);
+    *handler_data = OverLimitMark();
+    return nullptr;
+  }
+  void RunHandler(const HandlerParameter& param) override {
+    (param.internal_data == OverLimitMark() ? OverLimitHandler() : inner_.get())
+        ->RunHandler(param);
+  }
+  // The admitted call's messages, from the wrapped allocator (arenarpc's):
+  // its holder ends the call when released.
+  ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
+    auto* holder =
+        static_cast<CallHolder<Req, Resp>*>(allocator_->AllocateMessages());
+    holder->set_limit(&limit_);
+    return holder;
+  }
+
+ private:
+  std::unique_ptr<MethodHandler> inner_;
+  ::grpc::MessageAllocator<Req, Resp>* const allocator_;
+  InFlightLimit limit_;
+  ShedCounters* const shed_;
+};
 
 }  // namespace arenarpc::internal
 

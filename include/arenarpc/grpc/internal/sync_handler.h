@@ -20,7 +20,6 @@
 #include <string>
 #include <string_view>
 
-#include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/grpc/internal/holders.h"
 #include "arenarpc/grpc/internal/shed.h"
 #include "arenarpc/internal/check.h"
@@ -113,24 +112,12 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
       // the status.
       if (status.ok()) status = OverLimitStatus();  // not the deadline
       if (parked.payload != nullptr) grpc_byte_buffer_destroy(parked.payload);
-      if (holder != nullptr) {
-        if (holder->Timed()) holder->Failed();
-        holder->Release();
-        holder = nullptr;
-      }
     } else if (parked.payload != nullptr) {
       holder = Parsed(parked.payload, &status);
     }
-    if (holder == nullptr) {
-      // Not parsed (or not wanted): answer with its status, run nothing.
-      if (status.ok()) {
-        status = ::grpc::Status(::grpc::StatusCode::INTERNAL,
-                                "arenarpc: request missing");
-      }
-      ::grpc::internal::UnaryRunHandlerHelper(
-          param, static_cast<google::protobuf::MessageLite*>(nullptr), status);
-      if (admitted) limit_.Done();
-      return;
+    if (holder == nullptr && status.ok()) {
+      status = ::grpc::Status(::grpc::StatusCode::INTERNAL,
+                              "arenarpc: request missing");
     }
     if (status.ok()) {
       status = ::grpc::internal::CatchingFunctionHandler([&] {
@@ -141,17 +128,21 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
     }
     // As gRPC's own handler: the request is freed before the response is
     // serialized (and sent: the helper waits), which reuses its memory.
-    holder->RequestDone();
+    if (holder != nullptr) holder->RequestDone();
     ::grpc::internal::UnaryRunHandlerHelper(
-        param, static_cast<google::protobuf::MessageLite*>(holder->response()),
+        param,
+        static_cast<google::protobuf::MessageLite*>(
+            holder != nullptr ? holder->response() : nullptr),
         status);
-    // kAuto learns only from calls that ended OK (a failed or cancelled
-    // one skipped work, or waited).
-    if (holder->Timed() &&
-        (!status.ok() || param.server_context->IsCancelled())) {
-      holder->Failed();
+    if (holder != nullptr) {
+      // kAuto learns only from calls that ended OK (a failed, shed or
+      // cancelled one skipped work, or waited).
+      if (holder->Timed() &&
+          (!status.ok() || param.server_context->IsCancelled())) {
+        holder->Failed();
+      }
+      holder->Release();
     }
-    holder->Release();
     if (admitted) limit_.Done();
   }
 
