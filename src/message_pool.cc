@@ -54,7 +54,6 @@ struct MessagePoolCore::Entry {
 namespace {
 
 constexpr uint32_t kYoungReturns = 1024;
-std::atomic<void (*)(const void*)> pool_destroyed_hook{nullptr};
 std::atomic<bool> heap_instances_for_test{false};
 
 // The content size where it costs nothing: the hint, or the size cached by
@@ -95,16 +94,6 @@ class MessagePoolCore::Cache final : public PointerCache {
 
 void SetHeapInstancesForTest(bool on) {
   heap_instances_for_test.store(on, std::memory_order_relaxed);
-}
-
-void SetMessagePoolDestroyedHook(void (*hook)(const void* pool)) {
-  pool_destroyed_hook.store(hook, std::memory_order_release);
-}
-
-void NotifyMessagePoolDestroyed(const void* pool) {
-  if (auto* hook = pool_destroyed_hook.load(std::memory_order_acquire)) {
-    hook(pool);
-  }
 }
 
 MessagePoolCore::MessagePoolCore(const Message* prototype,

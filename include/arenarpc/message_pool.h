@@ -155,9 +155,8 @@ class MessagePoolCore {
   std::atomic<int64_t> fresh_returns_left_{0};
 };
 
-// The hook a MessagePool's destructor calls first with its address (the
-// stats registry, src/metrics.cc); nullptr removes it.
-void SetMessagePoolDestroyedHook(void (*hook)(const void* pool));
+// Removes a destroyed pool from the stats registry (src/metrics.cc); cheap
+// when no pool was ever registered.
 void NotifyMessagePoolDestroyed(const void* pool);
 
 // Tests and benchmarks: later pools use heap instances as on v24+.
