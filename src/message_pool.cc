@@ -150,12 +150,6 @@ Message* MessagePoolCore::ParseTarget(Entry* e, size_t wire_size) {
   return e->large;
 }
 
-bool MessagePoolCore::ServingFreshArenas() const {
-  return fresh_arenas_ ||
-         (heap_instances_ &&
-          fresh_returns_left_.load(std::memory_order_relaxed) > 0);
-}
-
 MessagePoolCore::Entry* MessagePoolCore::Acquire() {
   auto* e = static_cast<Entry*>(cache_->Pop());
   ARENARPC_CHECK(e != nullptr, "MessagePool: out of memory");

@@ -127,7 +127,11 @@ class MessagePoolCore {
 
  private:
   class Cache;  // a member: it reaches the counters
-  bool ServingFreshArenas() const;
+  bool ServingFreshArenas() const {
+    return fresh_arenas_ ||
+           (heap_instances_ &&
+            fresh_returns_left_.load(std::memory_order_relaxed) > 0);
+  }
   void FreshReturn(Entry* entry, size_t size_hint);
   void ReturnKept(Entry* entry, size_t size_hint);
   void ApplyGuards(Entry* entry, size_t size);
