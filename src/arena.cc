@@ -16,7 +16,6 @@ namespace {
 
 internal::Mutex options_mu;
 ArenaOptions global_options ABSL_GUARDED_BY(options_mu);
-bool options_frozen ABSL_GUARDED_BY(options_mu) = false;
 
 // Read by the block hooks, which are plain function pointers with no
 // context; written once, before the first arena exists.
@@ -115,12 +114,8 @@ void SetFirstPage(const Arena* arena, void* page) noexcept {
 
 void PoisonFirstPage(const Arena* arena, bool poison) {
   void* page = FirstPage(arena);
-  if (page == nullptr) return;
-  if (poison) {
-    ARENARPC_POISON(page, block_size);
-  } else {
-    ARENARPC_UNPOISON(page, block_size);
-  }
+  if (page != nullptr && poison) ARENARPC_POISON(page, block_size);
+  if (page != nullptr && !poison) ARENARPC_UNPOISON(page, block_size);
 }
 
 Arena* NewArena(const google::protobuf::ArenaOptions& options) {
@@ -184,13 +179,12 @@ class ArenaCache final : public internal::PointerCache {
   std::atomic<uint64_t> created_{0};
 };
 
-// Cache() once made: stats must not create it.
+// Cache() once made (under options_mu): stats must not create it.
 std::atomic<ArenaCache*> cache_made{nullptr};
 
 ArenaCache& Cache() {
   static ArenaCache* const cache = [] {
     internal::MutexLock lock(&options_mu);
-    options_frozen = true;
     // The block size is the page pool's, whoever configured it: blocks of
     // another size would all miss the pool.
     block_pool = &PagePool::Default();
@@ -212,7 +206,7 @@ absl::Status SetGlobalArenaOptions(const ArenaOptions& options) {
         "idle_arenas_per_thread must be <= 4096 and idle_arenas_max <= 2^20");
   }
   internal::MutexLock lock(&options_mu);
-  if (options_frozen) {
+  if (cache_made.load(std::memory_order_relaxed) != nullptr) {
     return absl::FailedPreconditionError(
         "SetGlobalArenaOptions: arenas are already in use; call it once at "
         "start-up, before the first ScopedArena");
@@ -262,8 +256,6 @@ std::pmr::memory_resource* ScopedArena::memory_resource() {
   return std::pmr::new_delete_resource();
 }
 
-uint64_t ScopedArena::SpaceAllocated() const { return 0; }
-
 #else
 
 ScopedArena::ScopedArena() : arena_(static_cast<Arena*>(Cache().Pop())) {
@@ -300,17 +292,7 @@ std::pmr::memory_resource* ScopedArena::memory_resource() {
              : r;
 }
 
-uint64_t ScopedArena::SpaceAllocated() const {
-  return arena_ != nullptr ? arena_->SpaceAllocated() : 0;
-}
-
 #endif
-
-ScopedArena::~ScopedArena() { Release(); }
-
-ScopedArena::ScopedArena(ScopedArena&& other) noexcept {
-  *this = std::move(other);
-}
 
 ScopedArena& ScopedArena::operator=(ScopedArena&& other) noexcept {
   if (this != &other) {

@@ -64,9 +64,8 @@ ModeCosts CostProbe::Measure(std::string_view wire, int rounds) {
       if (mode == AllocationMode::kReuse) pool.emplace(prototype_);
       MessagePool<Message>* const warm = pool ? &*pool : nullptr;
       // An untimed pass first: memory the previous mode gave back was
-      // billed to this one (up to 5x on 14 KB). Large messages then on a
-      // cold heap, as a server past M_TRIM_THRESHOLD faults them in on each
-      // call (a warm heap predicted half the saving measured on OTLP).
+      // billed to this one. Large messages then on a cold heap, as a server
+      // past M_TRIM_THRESHOLD faults them in on each call (docs/ADVISE.md).
       bool warm_ok = true;
       Time(prototype_, warm, mode, wire, 1, &warm_ok);
       if (wire.size() >= kColdWireBytes) TrimHeap();

@@ -33,8 +33,6 @@ char* AlignUp(char* p, size_t alignment) {
 MonotonicPageResource::MonotonicPageResource()
     : MonotonicPageResource(PagePool::Default()) {}
 
-MonotonicPageResource::MonotonicPageResource(PagePool& pool) : pool_(pool) {}
-
 void* MonotonicPageResource::do_allocate(size_t bytes, size_t alignment) {
   char* p = AlignUp(cursor_, alignment);
   if (cursor_ != nullptr && p + bytes <= limit_ && p >= cursor_) {
@@ -67,10 +65,8 @@ void* MonotonicPageResource::do_allocate(size_t bytes, size_t alignment) {
 
 void MonotonicPageResource::release() {
   while (large_ != nullptr) {
-    Large* next = large_->next;
-    ::operator delete(large_->block, large_->size,
-                      std::align_val_t(large_->alignment));
-    large_ = next;
+    Large* l = std::exchange(large_, large_->next);
+    ::operator delete(l->block, l->size, std::align_val_t(l->alignment));
   }
   while (pages_ != nullptr)
     pool_.Deallocate(std::exchange(pages_, pages_->next));

@@ -53,8 +53,9 @@ struct MessagePoolCore::Entry {
 
 namespace {
 
+// A heap-instance pool measures its first kYoungReturns returns, so that an
+// input above the bound not parsed by ParseFrom() is seen at once.
 constexpr uint32_t kYoungReturns = 1024;
-std::atomic<void (*)(const void*)> pool_destroyed_hook{nullptr};
 std::atomic<bool> heap_instances_for_test{false};
 
 // The content size where it costs nothing: the hint, or the size cached by
@@ -97,16 +98,6 @@ void SetHeapInstancesForTest(bool on) {
   heap_instances_for_test.store(on, std::memory_order_relaxed);
 }
 
-void SetMessagePoolDestroyedHook(void (*hook)(const void* pool)) {
-  pool_destroyed_hook.store(hook, std::memory_order_release);
-}
-
-void NotifyMessagePoolDestroyed(const void* pool) {
-  if (auto* hook = pool_destroyed_hook.load(std::memory_order_acquire)) {
-    hook(pool);
-  }
-}
-
 MessagePoolCore::MessagePoolCore(const Message* prototype,
                                  const MessagePoolOptions& options,
                                  size_t object_size)
@@ -120,15 +111,12 @@ MessagePoolCore::MessagePoolCore(const Message* prototype,
           (kArenaParseRecreatesStrings ||
            heap_instances_for_test.load(std::memory_order_relaxed)) &&
           reuse_limit_.empty() && !options.arena_instances),
-      guard_(std::make_unique<SizeGuard>(options)) {
+      cache_(std::make_unique<Cache>(this, options)),
+      guard_(std::make_unique<SizeGuard>(options)),
+      // A young heap-instance pool serves fresh arenas while it learns sizes.
+      fresh_returns_left_(heap_instances_ ? options.fresh_returns_at_start
+                                          : 0) {
   ARENARPC_CHECK(prototype != nullptr, "MessagePool: null prototype");
-  cache_ = std::make_unique<Cache>(this, options);
-  // A young heap-instance pool serves fresh arenas while it learns sizes.
-  if (heap_instances_) {
-    fresh_returns_left_.store(
-        std::max<int64_t>(0, options.fresh_returns_at_start),
-        std::memory_order_relaxed);
-  }
 }
 
 MessagePoolCore::~MessagePoolCore() {
@@ -160,12 +148,6 @@ Message* MessagePoolCore::ParseTarget(Entry* e, size_t wire_size) {
   e->large = prototype_->New(e->arena->arena());
   large_.Add(1);
   return e->large;
-}
-
-bool MessagePoolCore::ServingFreshArenas() const {
-  return fresh_arenas_ ||
-         (heap_instances_ &&
-          fresh_returns_left_.load(std::memory_order_relaxed) > 0);
 }
 
 MessagePoolCore::Entry* MessagePoolCore::Acquire() {
@@ -237,8 +219,6 @@ void MessagePoolCore::Return(Entry* e, size_t size_hint) {
 // A returned instance that stays: measured, cleared, guarded.
 void MessagePoolCore::ReturnKept(Entry* e, size_t size_hint) {
   Message* m = e->message;
-  // A heap-instance pool measures its first kYoungReturns returns, so that
-  // an input above the bound not parsed by ParseFrom() is seen at once.
   const bool learning = heap_instances_ && guard_->Samples() < kYoungReturns;
   size_t size = FreeSize(*m, size_hint);
   if (size == 0 && (learning || OneIn(options_.sample_every))) {
@@ -300,9 +280,7 @@ void MessagePoolCore::TurnHeapInstancesOff() {
                             std::memory_order_relaxed);
 }
 
-// A fresh-arena return of a heap-instance pool. While young, it measures
-// each one, so that an input above the bound not parsed by ParseFrom()
-// turns heap instances off before any heap instance took one.
+// A fresh-arena return of a heap-instance pool (measured while young).
 void MessagePoolCore::FreshReturn(Entry* e, size_t size_hint) {
   if (OneIn(64)) {  // counts 64: a shared counter, rarely written
     int64_t left = fresh_returns_left_.load(std::memory_order_relaxed);

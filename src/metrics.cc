@@ -34,11 +34,14 @@ Registry& GetRegistry() {
   return *registry;
 }
 
-// Set once an ObjectPool registers: until then a destructor takes no lock.
-std::atomic<bool> object_pool_registered{false};
+// Set once a pool registers: until then a destructor takes no lock.
+std::atomic<bool> registered{false};
 
 template <class Named>
 void Unregister(Entries<Named> Registry::*entries, const void* pool) {
+  // A pool is registered on the thread that made it or after a
+  // synchronisation with it, so this relaxed load sees that registration.
+  if (!registered.load(std::memory_order_relaxed)) return;
   Registry& r = GetRegistry();
   internal::MutexLock lock(&r.mu);
   std::erase_if(r.*entries, [pool](const auto& e) { return e.first == pool; });
@@ -147,10 +150,9 @@ namespace internal {
 
 void RegisterMessagePool(std::string name, bool used_by_grpc, const void* pool,
                          std::function<MessagePoolStats()> stats) {
-  SetMessagePoolDestroyedHook(
-      [](const void* pool) { Unregister(&Registry::message_pools, pool); });
   Registry& r = GetRegistry();
   internal::MutexLock lock(&r.mu);
+  registered.store(true, std::memory_order_relaxed);
   r.message_pools.emplace_back(
       pool, [=, name = std::move(name), stats = std::move(stats)] {
         return NamedMessagePoolStats{name, used_by_grpc, stats()};
@@ -161,17 +163,18 @@ void RegisterObjectPool(std::string name, const void* pool,
                         std::function<ObjectPoolStats()> stats) {
   Registry& r = GetRegistry();
   internal::MutexLock lock(&r.mu);
-  object_pool_registered.store(true, std::memory_order_relaxed);
+  registered.store(true, std::memory_order_relaxed);
   r.object_pools.emplace_back(
       pool, [=, name = std::move(name), stats = std::move(stats)] {
         return NamedObjectPoolStats{name, stats()};
       });
 }
 
+void NotifyMessagePoolDestroyed(const void* pool) {
+  Unregister(&Registry::message_pools, pool);
+}
+
 void NotifyObjectPoolDestroyed(const void* pool) {
-  // A pool is registered on the thread that made it or after a
-  // synchronisation with it, so this relaxed load sees that registration.
-  if (!object_pool_registered.load(std::memory_order_relaxed)) return;
   Unregister(&Registry::object_pools, pool);
 }
 

@@ -73,8 +73,7 @@ class PagePool::Source final : public internal::PointerCache {
 namespace {
 internal::Mutex default_mu;
 PagePoolOptions default_options ABSL_GUARDED_BY(default_mu);
-bool default_created ABSL_GUARDED_BY(default_mu) = false;
-// Default() once made: read by stats, which must not create it.
+// Default() once made (under default_mu): stats must not create it.
 std::atomic<PagePool*> default_made{nullptr};
 }  // namespace
 
@@ -110,7 +109,6 @@ PagePool::~PagePool() {
 PagePool& PagePool::Default() {
   static PagePool* const pool = [] {
     internal::MutexLock lock(&default_mu);
-    default_created = true;
     auto* made = new PagePool(default_options);  // leaked: outlives threads
     default_made.store(made, std::memory_order_release);
     return made;
@@ -132,7 +130,7 @@ absl::Status PagePool::ConfigureDefault(const PagePoolOptions& options) {
   absl::Status status = Validate(options);
   if (!status.ok()) return status;
   internal::MutexLock lock(&default_mu);
-  if (default_created) {
+  if (default_made.load(std::memory_order_relaxed) != nullptr) {
     return absl::FailedPreconditionError(
         "the default page pool is already in use; set its options before "
         "the first arena or page is allocated");

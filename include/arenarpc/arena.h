@@ -86,8 +86,8 @@ size_t ReleaseIdleArenas(std::chrono::milliseconds idle_for);
 class ScopedArena {
  public:
   ScopedArena();
-  ~ScopedArena();
-  ScopedArena(ScopedArena&& other) noexcept;
+  ~ScopedArena() { Release(); }
+  ScopedArena(ScopedArena&& other) noexcept { *this = std::move(other); }
   ScopedArena& operator=(ScopedArena&& other) noexcept;
   ScopedArena(const ScopedArena&) = delete;
   ScopedArena& operator=(const ScopedArena&) = delete;
@@ -105,7 +105,9 @@ class ScopedArena {
   std::pmr::memory_resource* memory_resource();
 
   // protobuf's SpaceAllocated(): bytes of this arena's blocks.
-  uint64_t SpaceAllocated() const;
+  uint64_t SpaceAllocated() const {
+    return arena_ != nullptr ? arena_->SpaceAllocated() : 0;
+  }
 
  private:
   void Release();

@@ -34,7 +34,7 @@ class PagePool;
 class MonotonicPageResource final : public std::pmr::memory_resource {
  public:
   MonotonicPageResource();  // uses PagePool::Default()
-  explicit MonotonicPageResource(PagePool& pool);
+  explicit MonotonicPageResource(PagePool& pool) : pool_(pool) {}
   ~MonotonicPageResource() override { release(); }
   MonotonicPageResource(const MonotonicPageResource&) = delete;
   MonotonicPageResource& operator=(const MonotonicPageResource&) = delete;

@@ -126,9 +126,12 @@ class MessagePoolCore {
   const std::string& reuse_limit() const { return reuse_limit_; }
 
  private:
-  class Cache;
-  friend class Cache;
-  bool ServingFreshArenas() const;
+  class Cache;  // a member: it reaches the counters
+  bool ServingFreshArenas() const {
+    return fresh_arenas_ ||
+           (heap_instances_ &&
+            fresh_returns_left_.load(std::memory_order_relaxed) > 0);
+  }
   void FreshReturn(Entry* entry, size_t size_hint);
   void ReturnKept(Entry* entry, size_t size_hint);
   void ApplyGuards(Entry* entry, size_t size);
@@ -155,9 +158,8 @@ class MessagePoolCore {
   std::atomic<int64_t> fresh_returns_left_{0};
 };
 
-// The hook a MessagePool's destructor calls first with its address (the
-// stats registry, src/metrics.cc); nullptr removes it.
-void SetMessagePoolDestroyedHook(void (*hook)(const void* pool));
+// Removes a destroyed pool from the stats registry (src/metrics.cc); cheap
+// when no pool was ever registered.
 void NotifyMessagePoolDestroyed(const void* pool);
 
 // Tests and benchmarks: later pools use heap instances as on v24+.
@@ -181,36 +183,33 @@ class PooledMessage {
   PooledMessage& operator=(PooledMessage&& other) noexcept {
     if (this != &other) {
       reset();
-      core_ = std::exchange(other.core_, nullptr);
-      entry_ = std::exchange(other.entry_, nullptr);
-      message_ = std::exchange(other.message_, nullptr);
-      size_hint_ = std::exchange(other.size_hint_, 0);
+      loan_ = std::exchange(other.loan_, {});
     }
     return *this;
   }
   ~PooledMessage() {
     // Unwinding: the exception may have left the message half-modified.
-    if (entry_ != nullptr && std::uncaught_exceptions() != 0) {
-      size_hint_ = Core::kInterrupted;
+    if (loan_.entry != nullptr && std::uncaught_exceptions() != 0) {
+      loan_.size_hint = Core::kInterrupted;
     }
     reset();
   }
 
-  T* get() const { return message_; }
+  T* get() const { return loan_.message; }
   T* operator->() const {
-    ARENARPC_DCHECK(message_ != nullptr,
+    ARENARPC_DCHECK(loan_.message != nullptr,
                     "PooledMessage: use of an empty handle (returned, moved "
                     "from or default-constructed)");
-    return message_;
+    return loan_.message;
   }
   T& operator*() const { return *operator->(); }
-  explicit operator bool() const { return message_ != nullptr; }
+  explicit operator bool() const { return loan_.message != nullptr; }
 
   // True if the pool built this instance for this use (its warming: kAuto
   // leaves such uses out); false for a reused or rebuilt instance, a fresh
   // arena or an empty handle.
   bool new_instance() const {
-    return entry_ != nullptr && Core::NewInstance(entry_);
+    return loan_.entry != nullptr && Core::NewInstance(loan_.entry);
   }
 
   // Parses `wire` into the message (replacing its content). On failure
@@ -219,39 +218,38 @@ class PooledMessage {
   bool ParseFrom(std::string_view wire) {
     operator->();  // checks the handle
     // Stays kInterrupted if the parse throws (std::bad_alloc).
-    size_hint_ = Core::kInterrupted;
-    message_ = static_cast<T*>(core_->ParseTarget(entry_, wire.size()));
+    loan_.size_hint = Core::kInterrupted;
+    T* m = static_cast<T*>(loan_.core->ParseTarget(loan_.entry, wire.size()));
+    loan_.message = m;
     const bool ok =
-        message_->ParseFromArray(wire.data(), static_cast<int>(wire.size()));
-    size_hint_ = wire.size();
-    if (!ok) message_->Clear();
+        m->ParseFromArray(wire.data(), static_cast<int>(wire.size()));
+    loan_.size_hint = wire.size();
+    if (!ok) m->Clear();
     return ok;
   }
   // The content size in serialized bytes, if the caller knows it (saves
   // the pool a ByteSizeLong() walk on a sampled return).
-  void set_size_hint(size_t bytes) { size_hint_ = bytes; }
+  void set_size_hint(size_t bytes) { loan_.size_hint = bytes; }
 
   // Returns the message to its pool now.
   void reset() {
-    if (entry_ != nullptr) core_->Return(entry_, size_hint_);
-    core_ = nullptr;
-    entry_ = nullptr;
-    message_ = nullptr;
-    size_hint_ = 0;
+    if (loan_.entry != nullptr)
+      loan_.core->Return(loan_.entry, loan_.size_hint);
+    loan_ = {};
   }
 
  private:
   template <class U>
   friend class MessagePool;
   PooledMessage(Core* core, Core::Entry* entry)
-      : core_(core),
-        entry_(entry),
-        message_(static_cast<T*>(Core::MessageOf(entry))) {}
+      : loan_{core, entry, static_cast<T*>(Core::MessageOf(entry))} {}
 
-  Core* core_ = nullptr;
-  Core::Entry* entry_ = nullptr;
-  T* message_ = nullptr;
-  size_t size_hint_ = 0;
+  struct Loan {
+    Core* core = nullptr;
+    Core::Entry* entry = nullptr;
+    T* message = nullptr;
+    size_t size_hint = 0;
+  } loan_;
 };
 
 // A pool of reusable T. For T = google::protobuf::Message pass a prototype

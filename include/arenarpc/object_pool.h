@@ -181,9 +181,7 @@ class ObjectPool {
   bool IsDefault() const { return this == &Default(); }
 
   // This thread's Default() cache through a register: the empty asm makes
-  // the compiler compute the TLS address once per loop, which measured
-  // cheaper on AMD Zen 4 (docs/DESIGN_NOTES.md, "ObjectPool: what closes the
-  // gap to the floor").
+  // the compiler compute the TLS address once per loop (docs/DESIGN_NOTES.md).
   static internal::ThreadCache* DefaultCache() {
     internal::ThreadCache* c = &default_cache_;
 #if defined(__GNUC__)

@@ -47,18 +47,20 @@ struct alignas(64) FixedPool::Shard {
   uint32_t magazine_size = 0;                  // the pool's
   uint32_t min_spares = 0;  // its share of max_empty_magazines
 
+  ~Shard() {
+    for (Magazine* m : {full, partial, empty}) Magazine::FreeList(m);
+  }
   // nullptr if the heap refuses memory; nothing changed then.
   Magazine* NewMagazine() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     Magazine* m = empty;
     if (m != nullptr) {
       empty = m->next;
       --empty_count;
+    } else if (__builtin_expect(
+                   magazine_failures.load(std::memory_order_relaxed) > 0, 0) &&
+               magazine_failures.fetch_sub(1, std::memory_order_relaxed) > 0) {
+      return nullptr;
     } else {
-      if (__builtin_expect(
-              magazine_failures.load(std::memory_order_relaxed) > 0, 0) &&
-          magazine_failures.fetch_sub(1, std::memory_order_relaxed) > 0) {
-        return nullptr;
-      }
       // nothrow: a failure must leave the depot and the caches as they were.
       m = static_cast<Magazine*>(::operator new (
           sizeof(Magazine) + sizeof(void*) * size_t{magazine_size},
@@ -70,9 +72,7 @@ struct alignas(64) FixedPool::Shard {
     return m;
   }
   // Keeps `m` as a spare while there are fewer than max(min_spares,
-  // peak_full), else frees it: freeing and re-allocating magazines made
-  // glibc trim and re-fault its arenas (docs/DESIGN_NOTES.md, "The 2-thread
-  // gap").
+  // peak_full), else frees it (docs/DESIGN_NOTES.md, "The 2-thread gap").
   void FreeMagazine(Magazine* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (empty_count < min_spares || empty_count < peak_full) {
       m->next = empty;
@@ -147,12 +147,6 @@ struct FixedPool::BlockHeader {
   }
 };
 
-FixedPool::FixedPool(size_t slot_size, size_t slot_align,
-                     const ObjectPoolOptions& options)
-    : stride_(Stride(slot_size, slot_align)), align_(slot_align) {
-  Configure(options);
-}
-
 void FixedPool::SetUp() {
   std::call_once(set_up_once_, [this] { Configure(ObjectPoolOptions{}); });
 }
@@ -203,12 +197,7 @@ FixedPool::~FixedPool() {
     ::operator delete(c->previous);
     if (!c->in_tls) delete c;  // a thread_local one belongs to its thread
   }
-  for (uint32_t i = 0; i < num_shards_; ++i) {
-    Magazine::FreeList(shards_[i].full);
-    Magazine::FreeList(shards_[i].partial);
-    Magazine::FreeList(shards_[i].empty);
-  }
-  delete[] shards_;
+  delete[] shards_;  // with their magazines
   for (BlockHeader* b : blocks_) UnmapBlock(b);
 }
 
@@ -385,8 +374,7 @@ void FixedPool::DeallocateSlow(ThreadCache* c, void* p) {
         return;
       }
       c->previous->count = magazine_size_;
-      c->previous->next = sh.full;
-      sh.full = c->previous;
+      c->previous->next = std::exchange(sh.full, c->previous);
       sh.Add(magazine_size_);
       c->previous = std::exchange(c->loaded, fresh);
       c->prev_count.store(n, std::memory_order_relaxed);

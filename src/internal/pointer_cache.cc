@@ -29,8 +29,6 @@ PointerCache::PointerCache(size_t thread_capacity, size_t depot_capacity,
   depot_.reserve(std::min<size_t>(depot_capacity_, 1 << 16));
 }
 
-PointerCache::~PointerCache() { ThreadSlots::Unregister(key_); }
-
 void PointerCache::Shutdown() {
   ThreadSlots::Unregister(key_);  // no OnThreadExit from here on
   std::vector<void*> items;
@@ -101,10 +99,7 @@ void PointerCache::PushSlow(Stack* s, void* item) {
   if (s == nullptr) s = StackForThisThread();
   if (s == nullptr) {
     ToDepot(&item, 1);
-    MaybeDecay();
-    return;
-  }
-  {
+  } else {
     StackLock stack_lock(s);
     uint32_t n = s->count.load(std::memory_order_relaxed);
     if (n == thread_capacity_) {
@@ -129,7 +124,7 @@ void PointerCache::MaybeDecay() {
     return;
   }
   bool more = false;
-  DecayTick(&more);
+  Decay(&more);
   // The rest in slices soon, not all at once on this caller's thread.
   if (more) {
     next_decay_ns_.store(now + decay_period_.count() / 16,
@@ -137,15 +132,15 @@ void PointerCache::MaybeDecay() {
   }
 }
 
-size_t PointerCache::DecayTick(bool* more) {
+size_t PointerCache::Decay(bool* more) {
   // Runs inside a Push, often in a destructor: allocates nothing, throws
   // nothing, destroys at most about kDecayBatch items per tick.
   void* batch[kDecayBatch];
-  size_t n;
+  size_t n, unreached;
   {
     MutexLock lock(&mu_);
     // LIFO: the bottom depot_low_ items are the ones no Pop reached.
-    const size_t unreached = std::min(depot_low_, depot_.size());
+    unreached = std::min(depot_low_, depot_.size());
     n = std::min(unreached, kDecayBatch);
     std::copy_n(depot_.begin(), n, batch);
     depot_.erase(depot_.begin(),
@@ -153,13 +148,12 @@ size_t PointerCache::DecayTick(bool* more) {
     // Unreached ones left wait for the next slice; else every item now in
     // the depot is watched for a whole period.
     depot_low_ = unreached > n ? unreached - n : depot_.size();
-    *more = unreached > n;
   }
   Destroy(batch, n);
-  if (*more || decay_period_.count() == 0) return n;
-  // Stacks unchanged for a period, as the ticks see it (one to two periods;
-  // half a period raised a burst's peak RSS: docs/DESIGN_NOTES.md). Any
-  // left over wait for the next tick, a period on.
+  if (more != nullptr) *more = unreached > n;
+  if (unreached > n || decay_period_.count() == 0) return n;
+  // Stacks unchanged for a period as the ticks see it (one to two; why not
+  // half: docs/DESIGN_NOTES.md); the rest wait for the next tick.
   return n + ReleaseIdle(decay_period_, kDecayBatch);
 }
 
@@ -220,12 +214,12 @@ size_t PointerCache::ReleaseIdle(std::chrono::nanoseconds idle_for,
       try {
         items.insert(items.end(), s->items, s->items + n);
       } catch (const std::bad_alloc&) {  // this stack and the rest stay
-        s->Unlock();
+        s->unlock();
         break;
       }
       s->count.store(0, std::memory_order_relaxed);
       s->seen_count = 0;
-      s->Unlock();
+      s->unlock();
     }
   }
   Destroy(items.data(), items.size());

@@ -48,7 +48,7 @@ class PointerCache : private ThreadSlots::Owner {
  public:
   PointerCache(size_t thread_capacity, size_t depot_capacity,
                std::chrono::nanoseconds decay_period = {});
-  virtual ~PointerCache();
+  virtual ~PointerCache() { ThreadSlots::Unregister(key_); }
   PointerCache(const PointerCache&) = delete;
   PointerCache& operator=(const PointerCache&) = delete;
 
@@ -61,10 +61,10 @@ class PointerCache : private ThreadSlots::Owner {
         s->count.store(n - 1, std::memory_order_relaxed);
         Bump(s->hits);
         void* item = s->items[n - 1];
-        s->Unlock();
+        s->unlock();
         return item;
       }
-      s->Unlock();
+      s->unlock();
     }
     return PopSlow(s);
   }
@@ -77,11 +77,11 @@ class PointerCache : private ThreadSlots::Owner {
         s->items[n] = item;
         s->count.store(n + 1, std::memory_order_relaxed);
         const bool tick = (++s->pushes & 15) == 0;
-        s->Unlock();
+        s->unlock();
         if (__builtin_expect(tick, 0)) MaybeDecay();
         return;
       }
-      s->Unlock();
+      s->unlock();
     }
     PushSlow(s, item);
   }
@@ -97,11 +97,9 @@ class PointerCache : private ThreadSlots::Owner {
   // One decay tick, whatever the time: Destroy()s the depot's items no Pop
   // reached since the last tick, at most 64 (the rest 1/16 of a period on),
   // then, if none are left, the stacks unchanged for a period. Never throws
-  // (it runs in destructors). Returns how many.
-  size_t Decay() {
-    bool more = false;
-    return DecayTick(&more);
-  }
+  // (it runs in destructors). Returns how many; *more: it stopped at 64 with
+  // unreached depot items left.
+  size_t Decay(bool* more = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
   PointerCacheStats Stats() const;
 
  protected:
@@ -123,10 +121,10 @@ class PointerCache : private ThreadSlots::Owner {
       return !busy.exchange(true, std::memory_order_acquire);
     }
     // Spins: ReleaseIdle holds it for a copy of `count` items.
-    void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
       while (!TryLock()) std::this_thread::yield();
     }
-    void Unlock() ABSL_UNLOCK_FUNCTION() {
+    void unlock() ABSL_UNLOCK_FUNCTION() {
       busy.store(false, std::memory_order_release);
     }
 
@@ -158,8 +156,6 @@ class PointerCache : private ThreadSlots::Owner {
   size_t FromDepot(void** out, size_t n) ABSL_LOCKS_EXCLUDED(mu_);  // <= n
   // Decay() if a period has passed since the last tick (one caller wins).
   void MaybeDecay() ABSL_LOCKS_EXCLUDED(mu_);
-  // *more: it stopped at kDecayBatch with unreached depot items left.
-  size_t DecayTick(bool* more) ABSL_LOCKS_EXCLUDED(mu_);
   static constexpr size_t kDecayBatch = 64;
 
   const uint32_t thread_capacity_;

@@ -32,8 +32,7 @@ class PrometheusWriter {
               std::string_view type = "") {
     if (type.empty()) type = name.ends_with("_total") ? "counter" : "gauge";
     out_.append("# HELP ").append(name).append(" ").append(help);
-    out_.append("\n# TYPE ").append(name).append(" ").append(type);
-    out_.append("\n");
+    out_.append("\n# TYPE ").append(name).append(" ").append(type).append("\n");
   }
   // `value`: an integer or a double.
   template <class V>

@@ -12,14 +12,12 @@ void SizeGuard::Observe(size_t size) {
   histogram_[bucket].fetch_add(1, std::memory_order_relaxed);
   const uint32_t n = samples_.fetch_add(1, std::memory_order_relaxed) + 1;
   if (n % 64 != 0) return;
-  // Recompute the bound from the histogram (approximate under races).
   uint64_t counts[kBuckets];
   for (int i = 0; i < kBuckets; ++i) {
     counts[i] = histogram_[i].load(std::memory_order_relaxed);
   }
   const size_t b =
       PercentileBucket(counts, options_.percentile).value_or(kBuckets - 1);
-  // The bucket's top.
   const double upper = b == 0 ? 1.0 : static_cast<double>(uint64_t{1} << b);
   const size_t bound = static_cast<size_t>(options_.slack * upper);
   bound_.store(std::min(std::max(bound, options_.min_bound_bytes),

@@ -58,8 +58,7 @@ struct alignas(64) ThreadCache {
     if (__builtin_expect(t == base.load(std::memory_order_relaxed), 0)) {
       return nullptr;
     }
-    --t;
-    void* p = *t;
+    void* p = *--t;
     top.store(t, std::memory_order_relaxed);
     // Caches hold slots only: lets the caller's null test fold away.
     if (p == nullptr) __builtin_unreachable();
@@ -99,7 +98,10 @@ struct alignas(64) ThreadCache {
 class FixedPool final : private ThreadSlots::Owner {
  public:
   FixedPool(size_t slot_size, size_t slot_align,
-            const ObjectPoolOptions& options);
+            const ObjectPoolOptions& options)
+      : stride_(Stride(slot_size, slot_align)), align_(slot_align) {
+    Configure(options);
+  }
   // Default options, set up on first use, so that it can be constinit. Its
   // owner must never destroy it.
   struct Lazy {};

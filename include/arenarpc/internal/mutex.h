@@ -15,15 +15,12 @@ namespace arenarpc::internal {
 
 class ABSL_LOCKABLE Mutex {  // not copyable, as std::mutex
  public:
-  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
-  void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
+  // BasicLockable (also for std::unique_lock over a run-time set of locks).
+  void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
+  void unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
   bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
     return mu_.try_lock();
   }
-
-  // BasicLockable, for std::unique_lock over a run-time set of locks.
-  void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
-  void unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
 
  private:
   friend class CondVar;
@@ -31,17 +28,17 @@ class ABSL_LOCKABLE Mutex {  // not copyable, as std::mutex
 };
 
 // Holds `mu` for its scope, like std::lock_guard; any capability with
-// Lock() and Unlock().
+// lock() and unlock().
 template <class M>
 class ABSL_SCOPED_LOCKABLE ScopedLock {
  public:
   explicit ScopedLock(M* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) {
-    mu_->Lock();
+    mu_->lock();
   }
   // Takes over `mu`, held by the caller (after a TryLock).
   ScopedLock(M* mu, std::adopt_lock_t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu)
       : mu_(mu) {}
-  ~ScopedLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
+  ~ScopedLock() ABSL_UNLOCK_FUNCTION() { mu_->unlock(); }
   ScopedLock(const ScopedLock&) = delete;
   ScopedLock& operator=(const ScopedLock&) = delete;
 
