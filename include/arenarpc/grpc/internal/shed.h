@@ -24,6 +24,8 @@
 #include <string_view>
 #include <utility>
 
+#include "arenarpc/internal/check.h"
+
 namespace arenarpc::internal {
 
 // A method's calls answered without being parsed (or, where gRPC parsed
@@ -128,8 +130,12 @@ class LimitedCallbackHandler final
   // The admitted call's messages, from the wrapped allocator (arenarpc's):
   // its holder ends the call when released.
   ::grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
-    auto* holder =
-        static_cast<CallHolder<Req, Resp>*>(allocator_->AllocateMessages());
+    ::grpc::MessageHolder<Req, Resp>* allocated =
+        allocator_->AllocateMessages();
+    using Holder = CallHolder<Req, Resp>;
+    ARENARPC_DCHECK(dynamic_cast<Holder*>(allocated) != nullptr,
+                    "LimitedCallbackHandler: a holder not made by arenarpc");
+    auto* holder = static_cast<Holder*>(allocated);
     holder->set_limit(&limit_);
     return holder;
   }
