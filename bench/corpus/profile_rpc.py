@@ -9,16 +9,45 @@ perf data to --out (large: not kept) and the report to --out/profile.txt.
       --api callback --configs reuse,plain+mimalloc --rps 250 --out /tmp/prof
 
 One round: for where the CPU goes, not for ratios (corpus_rpc.py for those).
+
+--split prints each configuration's CPU per call split by phase, from the
+samples' call chains (inclusive time of the outermost frame of each phase):
+parse (gRPC's Deserialize), handle (the corpus handler), answer (gRPC's
+Serialize of the response) and the rest (receive, send, threads, freeing):
+what shedding a call before its parse can save, and what it cannot.
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corpus_rpc  # noqa: E402
 import rpc_common  # noqa: E402  (corpus_rpc put bench/rpc on the path)
+
+
+# Phase: regular expressions on demangled frames whose inclusive time is the phase's.
+PHASES = {"parse": r"::Deserialize\(",
+          "handle": r"^\(anonymous namespace\)::(\w+(Sync|Impl)::\w+|Handle(Sync)?)\(",
+          "answer": r"SerializationTraits<.*>::Serialize\(|GenericSerialize<"}
+
+
+def split(data, us_per_call):
+    """{phase: us per call} from perf's inclusive (children) share per frame:
+    the largest share among a phase's frames (its outermost)."""
+    text = subprocess.run(["perf", "report", "-i", data, "--children", "-g", "none", "--sort", "sym",
+                           "--stdio", "--percent-limit", "0.3"], capture_output=True, text=True).stdout
+    share = {k: 0.0 for k in PHASES}
+    for line in text.splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+[\d.]+%\s+\[.\]\s+(.*)$", line)
+        for phase, pattern in PHASES.items():
+            if m and re.search(pattern, m.group(2)):
+                share[phase] = max(share[phase], float(m.group(1)))
+    out = {k: us_per_call * v / 100 for k, v in share.items()}
+    out["rest"] = us_per_call - sum(out.values())
+    return out
 
 
 GLIBC_MALLOC = ("malloc", "_int_malloc", "malloc_consolidate", "_int_free", "cfree@GLIBC_2.2.5",
@@ -34,6 +63,7 @@ def main():
     p.add_argument("--rps", type=int, default=0, help="0: corpus_rpc.py's rate for the size")
     p.add_argument("--seconds", type=float, default=15)
     p.add_argument("--out", required=True)
+    p.add_argument("--split", action="store_true", help="CPU per call by phase (parse, handle, answer, rest)")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     svc = next(s for s in corpus_rpc.services(a.build) if s["name"] == a.service)
@@ -71,7 +101,10 @@ def main():
         lines = [l.strip() for l in by_dso.splitlines() if l.strip() and not l.startswith("#")][:8]
         report.append(f"\n{config}: {(cpu1 - cpu0) / calls * 1e6:.0f} us/call over {calls} calls; samples by object:")
         report += ["  " + l for l in lines]
-        if preload is None:
+        if a.split:
+            us = split(data, (cpu1 - cpu0) / calls * 1e6)
+            report.append(f"{config}: split us/call: " + ", ".join(f"{k} {v:.0f}" for k, v in us.items()))
+        if preload is None and not a.split:
             # Who calls glibc's malloc and free: their callers, nearest
             # first (branches of 0.5 % of the samples or more).
             callers = subprocess.run(
