@@ -140,8 +140,9 @@ struct ShadowMeter::State {
   const ShadowOptions options;
   const AutoMethod* const automatic;  // non-null: calls run in its mode
   std::atomic<uint64_t> dropped{0}, malformed{0};
-  Mutex mu;  // the background thread writes, stats read
-  ModeSamples window ABSL_GUARDED_BY(mu), decided ABSL_GUARDED_BY(mu);
+  Mutex mu{};  // the background thread writes, stats read
+  ModeSamples window ABSL_GUARDED_BY(mu) = {};
+  ModeSamples decided ABSL_GUARDED_BY(mu) = {};    // the last decision's
   AllocationMode recommended ABSL_GUARDED_BY(mu);  // the running mode first
   uint64_t samples ABSL_GUARDED_BY(mu) = 0, switches ABSL_GUARDED_BY(mu) = 0;
   const std::unique_ptr<Capture> capture;  // null: not capturing

@@ -109,7 +109,6 @@ bool AutoLearner::Observe(AllocationMode mode, double cost_ns, double bytes,
 }
 
 void AutoLearner::Settle(double now_s) {
-  // Finished(): every candidate has its calls.
   const AllocationMode chosen =
       calls_.Cheapest(1, current(), options_.margin, candidate_)
           .value_or(current());
