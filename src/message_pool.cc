@@ -1,19 +1,26 @@
 #include "arenarpc/message_pool.h"
 
+#include <google/protobuf/descriptor.h>
+
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 
 #include "arenarpc/arena.h"
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/protobuf_compat.h"
+#include "src/internal/bucket_percentile.h"
 #include "src/internal/one_in.h"
 #include "src/internal/pointer_cache.h"
 #include "src/internal/size_guard.h"
 
 namespace arenarpc::internal {
 
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 
 // An instance, built lazily (a rebuilt idle one holds nothing).
@@ -66,7 +73,48 @@ size_t FreeSize(const Message& m, size_t hint) {
   return cached > 0 ? static_cast<size_t>(cached) : 0;
 }
 
+// Why the generated Clear() drops `f`'s content (deletes it, or on an arena
+// abandons it; by version: internal/protobuf_compat.h), or nullptr.
+const char* DropReason(const FieldDescriptor* f) {
+  if (f->is_map()) return "map field (entries are destroyed)";
+  const bool object = f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE ||
+                      f->cpp_type() == FieldDescriptor::CPPTYPE_STRING;
+  if (f->real_containing_oneof() != nullptr && object) {
+    return "oneof member (destroyed when the oneof is cleared)";
+  }
+  if (ClearDeletesSingularMessage(f)) {
+    return "proto3 message field without has-bit (deleted by Clear)";
+  }
+  return nullptr;
+}
+
+bool FindDropped(const Descriptor* type,
+                 std::unordered_set<const Descriptor*>& seen,
+                 std::string& path) {
+  if (!seen.insert(type).second) return false;
+  for (int i = 0; i < type->field_count(); ++i) {
+    const FieldDescriptor* f = type->field(i);
+    if (const char* why = DropReason(f)) {
+      path = std::string(f->name()) + ": " + why;
+      return true;
+    }
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
+        FindDropped(f->message_type(), seen, path)) {
+      path = std::string(f->name()) + "." + path;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+std::string ReuseLimit(const Descriptor* type) {
+  std::unordered_set<const Descriptor*> seen;
+  std::string path;
+  FindDropped(type, seen, path);
+  return path;
+}
 
 class MessagePoolCore::Cache final : public PointerCache {
  public:
@@ -329,6 +377,30 @@ MessagePoolStats MessagePoolCore::Stats() const {
     s.kept_percent = static_cast<uint64_t>(100 * kept / (kept + regrown));
   }
   return s;
+}
+
+// The growth guard (size_guard.h).
+void SizeGuard::Observe(size_t size) {
+  const int bucket = std::min<int>(std::bit_width(size), kBuckets - 1);
+  histogram_[bucket].fetch_add(1, std::memory_order_relaxed);
+  const uint32_t n = samples_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (n % 64 != 0) return;
+  uint64_t counts[kBuckets];
+  for (int i = 0; i < kBuckets; ++i) {
+    counts[i] = histogram_[i].load(std::memory_order_relaxed);
+  }
+  const size_t b =
+      PercentileBucket(counts, options_.percentile).value_or(kBuckets - 1);
+  const double upper = b == 0 ? 1.0 : static_cast<double>(uint64_t{1} << b);
+  const size_t bound = static_cast<size_t>(options_.slack * upper);
+  bound_.store(std::min(std::max(bound, options_.min_bound_bytes),
+                        options_.hard_cap_bytes),
+               std::memory_order_relaxed);
+  if (n % 1024 == 0) {  // decay: recent sizes weigh more
+    for (auto& h : histogram_) {
+      h.store(h.load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
+    }
+  }
 }
 
 }  // namespace arenarpc::internal

@@ -1,4 +1,5 @@
-// kAuto's learner (src/internal/auto_learner.h): the rule on known costs,
+// kAuto's rule (ModeSamples, also shadow measurement's and arenarpc_advise's)
+// and its learner (src/internal/auto_learner.h): the rule on known costs,
 // the prior, warming, re-checks, loaded decisions, and its shared state
 // under concurrent calls (the TSan leg runs this binary).
 #include "src/internal/auto_learner.h"
@@ -7,6 +8,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -35,6 +37,46 @@ int Decide(AutoLearner& l, std::array<double, 3> ns_per_byte, double bytes,
 int Decide(AutoLearner& l, std::array<double, 3> ns_per_byte, double bytes,
            double now_s = 0) {
   return Decide(l, ns_per_byte, bytes, now_s, [] { return 1.0; });
+}
+
+ModeSamples Samples(std::vector<double> heap, std::vector<double> arena,
+                    std::vector<double> reuse) {
+  ModeSamples s;
+  for (double c : heap) s.Add(kHeap, c);
+  for (double c : arena) s.Add(kArena, c);
+  for (double c : reuse) s.Add(kReuse, c);
+  return s;
+}
+
+TEST(ModeSamplesTest, TheLowestMedianWinsAndOutliersDoNotCount) {
+  const ModeSamples s = Samples({30, 10, 11, 12}, {20, 21, 22}, {5, 9, 9e6});
+  EXPECT_EQ(s.Median(kHeap), 11.5);  // even count: the middle two's mean
+  EXPECT_EQ(s.Median(kReuse), 9);    // not moved by one page fault
+  EXPECT_EQ(s.Cheapest(3), kReuse);
+  EXPECT_EQ(s.Cheapest(3, kArena, ModeSamples::kMargin), kReuse);
+  // A mode left out of `among` has no say.
+  EXPECT_EQ(s.Cheapest(3, {}, 0, {true, true, false}), kHeap);
+}
+
+TEST(ModeSamplesTest, NoDecisionWithTooFewSamples) {
+  ModeSamples s = Samples({1, 1}, {50, 50}, {});
+  EXPECT_EQ(s.Median(kReuse), -1);
+  EXPECT_EQ(s.Cheapest(3), std::nullopt);
+  EXPECT_EQ(s.Cheapest(2), kHeap);
+  // Only the modes with enough have a say, however cheap the others look.
+  s.Add(kArena, 50);
+  EXPECT_EQ(s.Cheapest(3), kArena);
+  EXPECT_EQ(s.Cheapest(3, kHeap, 1.0), kArena);  // running, but too few
+}
+
+TEST(ModeSamplesTest, TheRunningModeStaysWithinTheMargin) {
+  ModeSamples s = Samples({100}, {102.9}, {200});
+  EXPECT_EQ(s.Cheapest(1), kHeap);
+  EXPECT_EQ(s.Cheapest(1, kArena, 0.03), kArena);  // 2.9 % dearer: stays
+  EXPECT_EQ(s.Cheapest(1, kArena, 0.02), kHeap);
+  EXPECT_EQ(s.Cheapest(1, kReuse, 0.03), kHeap);
+  s.Add(kArena, 104);  // median 103.45: beyond 3 %
+  EXPECT_EQ(s.Cheapest(1, kArena, 0.03), kHeap);
 }
 
 TEST(AutoLearnerTest, TakesTheCheapestModeByMedianCostPerByte) {

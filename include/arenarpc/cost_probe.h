@@ -7,11 +7,8 @@
 //   arenarpc::ModeCosts c = probe.Measure(wire);
 //   double arena_ns = c.ns[int(arenarpc::AllocationMode::kArena)];
 //
-// Times are the calling thread's CPU, the minimum over `rounds` rounds
-// (the starting mode rotating from call to call), small messages parsed
-// several times per timing. Each mode gets an untimed pass first; messages
-// of 32 KiB and more are timed on a heap given back to the OS, as a glibc
-// server parses them. At most one parsed copy is alive at a time.
+// Times are the calling thread's CPU, the minimum over `rounds` rounds; how
+// they are taken: docs/DESIGN_NOTES.md, "The cost probe".
 //
 // Thread safety: a CostProbe is used by one thread at a time.
 // Lifetime: the prototype must outlive the probe.

@@ -9,15 +9,8 @@
 //     ...
 //   }
 //
-// What it does: glibc serves blocks above M_MMAP_THRESHOLD (128 KiB, raised
-// by itself up to 32 MiB) from fresh mappings, unmapped on free, and gives
-// a heap's free top back above M_TRIM_THRESHOLD, so a client receiving
-// large responses faults fresh pages in call after call (docs/MEASURE.md,
-// "Clients"). This sets both with mallopt, as GLIBC_TUNABLES would.
-//
-// What it costs: memory. Freed memory stays with the process (up to
-// trim_threshold per glibc arena); malloc_trim(0), as the servers' idle
-// trimming calls it, gives back what is free.
+// It sets M_MMAP_THRESHOLD and M_TRIM_THRESHOLD with mallopt; it costs
+// memory: docs/DESIGN_NOTES.md, "Tuning glibc's malloc".
 //
 // Errors (nothing is changed when one is returned):
 //  - Unimplemented: not built against glibc;

@@ -66,7 +66,6 @@ class ArenaMemoryResource final : public std::pmr::memory_resource {
  public:
   explicit ArenaMemoryResource(google::protobuf::Arena* arena = nullptr)
       : arena_(arena) {}
-  google::protobuf::Arena* arena() const { return arena_; }
 
  private:
   void* do_allocate(size_t bytes, size_t alignment) override;

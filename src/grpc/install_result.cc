@@ -3,6 +3,8 @@
 #include <grpc/support/log.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <iterator>
 #include <string>
@@ -11,8 +13,26 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "arenarpc/grpc/kill_switch.h"
 
 namespace arenarpc {
+
+// The kill switch (kill_switch.h), which every install applies.
+bool ArenasDisabled() {
+#ifdef ARENARPC_DISABLE_ARENAS
+  return true;
+#else
+  static const bool disabled = [] {
+    const char* v = std::getenv("ARENARPC_DISABLE_ARENAS");
+    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  }();
+  return disabled;
+#endif
+}
+
+AllocationMode EffectiveAllocationMode(AllocationMode mode) {
+  return ArenasDisabled() ? AllocationMode::kHeap : mode;
+}
 
 std::string_view ServerApiName(ServerApi api) {
   static constexpr std::string_view kNames[] = {"sync", "callback", "async"};

@@ -1,5 +1,5 @@
 // Shadow measurement: sampled calls parsed again in every mode on the
-// background thread, into a ModeChooser per method, within the shadow
+// background thread, judged per method by kAuto's rule, within the shadow
 // share of the process's CPU; optionally captured for arenarpc_advise.
 #include "arenarpc/grpc/internal/shadow_meter.h"
 
@@ -24,7 +24,6 @@
 #include "arenarpc/grpc/stats.h"
 #include "arenarpc/internal/cpu_clock.h"
 #include "arenarpc/internal/mutex.h"
-#include "arenarpc/mode_chooser.h"
 #include "arenarpc/page_pool.h"
 #include "src/grpc/measured_stats.h"
 #include "src/internal/background.h"
@@ -140,8 +139,12 @@ struct ShadowMeter::State {
   const AllocationMode installed;
   const ShadowOptions options;
   const AutoMethod* const automatic;  // non-null: calls run in its mode
-  ModeChooser chooser;
   std::atomic<uint64_t> dropped{0}, malformed{0};
+  Mutex mu{};  // the background thread writes, stats read
+  ModeSamples window ABSL_GUARDED_BY(mu) = {};
+  ModeSamples decided ABSL_GUARDED_BY(mu) = {};    // the last decision's
+  AllocationMode recommended ABSL_GUARDED_BY(mu);  // the running mode first
+  uint64_t samples ABSL_GUARDED_BY(mu) = 0, switches ABSL_GUARDED_BY(mu) = 0;
   const std::unique_ptr<Capture> capture;  // null: not capturing
   // The background thread's alone.
   CostProbe request_probe, response_probe;
@@ -180,6 +183,25 @@ Shadow& GetShadow() {
   return *s;
 }
 
+AllocationMode Running(const ShadowMeter::State& m) {
+  return m.automatic != nullptr ? m.automatic->mode() : m.installed;
+}
+
+// ModeSamples, a decision every kPerMode samples. Each mode parsed the same
+// bytes: costs per call compare (kAuto's calls differ, so it goes per byte).
+void Judge(ShadowMeter::State& m, const ModeCosts& costs) {
+  MutexLock lock(&m.mu);
+  ++m.samples;
+  for (int i = 0; i < kNumAllocationModes; ++i)
+    m.window.Add(static_cast<AllocationMode>(i), costs.ns[i]);
+  const std::optional<AllocationMode> pick = m.window.Cheapest(
+      ModeSamples::kPerMode, Running(m), ModeSamples::kMargin);
+  if (!pick) return;
+  if (*pick != m.recommended) ++m.switches;
+  m.recommended = *pick;
+  m.decided = std::exchange(m.window, {});
+}
+
 void Measure(ShadowMeter::State& m, const Sample& s) {
   const double start = ThreadCpuNs();
   if (m.capture != nullptr) m.capture->Write(s.request.view());
@@ -210,7 +232,7 @@ void Measure(ShadowMeter::State& m, const Sample& s) {
     m.ns_per_byte +=
         0.5 * (std::clamp(spent / bytes, 1.0, 1000.0) - m.ns_per_byte);
   }
-  m.chooser.Observe(total);
+  Judge(m, total);
 }
 
 void Drain() {
@@ -262,9 +284,7 @@ ShadowMeter::ShadowMeter(std::string name, AllocationMode installed,
           .installed = installed,
           .options = options,
           .automatic = automatic,
-          .chooser = ModeChooser({.initial = installed == AllocationMode::kAuto
-                                                 ? AllocationMode::kArena
-                                                 : installed}),
+          .recommended = automatic != nullptr ? automatic->mode() : installed,
           .capture =
               options.capture_dir.empty()
                   ? nullptr
@@ -338,19 +358,25 @@ std::vector<MeasuredMethodStats> ShadowMethodStats() {
     methods = shadow.methods;
   }
   for (ShadowMeter::State* m : methods) {
-    const ModeChooser::Snapshot snap = m->chooser.snapshot();
     MeasuredMethodStats& s = out.emplace_back();
     s.method = m->name;
-    s.mode = m->automatic != nullptr ? m->automatic->mode() : m->installed;
-    s.recommended = snap.mode;
-    for (int i = 0; i < kNumAllocationModes; ++i)
-      s.cost_us[i] = snap.cost_ns[i] / 1e3;
-    if (snap.samples > 0) {
+    s.mode = Running(*m);
+    {
+      MutexLock lock(&m->mu);
+      s.recommended = m->recommended;
+      // The last decision's medians; before the first, the samples so far.
+      const ModeSamples& c =
+          m->decided.count(AllocationMode::kHeap) > 0 ? m->decided : m->window;
+      for (int i = 0; i < kNumAllocationModes; ++i)
+        s.cost_us[i] =
+            std::max(c.Median(static_cast<AllocationMode>(i)), 0.0) / 1e3;
+      s.samples = m->samples;
+      s.switches = m->switches;
+    }
+    if (s.samples > 0) {
       s.saving_us = s.cost_us[static_cast<int>(s.mode)] -
                     s.cost_us[static_cast<int>(s.recommended)];
     }
-    s.samples = snap.samples;
-    s.switches = snap.switches;
     s.dropped = m->dropped.load(std::memory_order_relaxed);
     s.malformed = m->malformed.load(std::memory_order_relaxed);
     if (m->capture != nullptr) {

@@ -15,7 +15,6 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "arenarpc/allocation_mode.h"
@@ -25,14 +24,14 @@ namespace arenarpc::internal {
 
 struct LearnerOptions {
   // Each candidate mode gets this many timed calls, in turn; the lowest
-  // median wins (one page fault must not decide), the running mode stays
-  // within `margin`. After `min_calls`, a mode at `drop_ratio` times the
-  // best gets no more trials, and calls running in it move to the best; a
-  // decision with one candidate left settles there.
-  int calls_per_mode = 24;
+  // median wins, the running mode stays within `margin` (ModeSamples,
+  // arenarpc/allocation_mode.h). After `min_calls`, a mode at `drop_ratio`
+  // times the best gets no more trials, and calls running in it move to the
+  // best; a decision with one candidate left settles there.
+  int calls_per_mode = ModeSamples::kPerMode;
   int min_calls = 6;
   double drop_ratio = 1.3;
-  double margin = 0.03;
+  double margin = ModeSamples::kMargin;
   double recheck_after_s = 30;  // settled, it decides again this much later
   // The prior: heap is no candidate while the calls carry this much or more
   // (geometric mean; 0: no prior), unless the best costs under
@@ -86,21 +85,13 @@ class AutoLearner {
   Snapshot snapshot() const;
 
  private:
-  struct ModeCalls {
-    std::vector<double> sorted = {};  // ns per byte, ascending: O(1) median
-    bool candidate = false;
-    int n() const { return static_cast<int>(sorted.size()); }
-    double median() const;  // -1: no calls
-  };
   void StartDecision() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HeapHeldOut() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   double MeanBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Finished() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Settle(double now_s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The cheapest candidate with `min_calls` timed calls or more; -1: none.
-  int Cheapest(int min_calls) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SetCurrent(int m) {
-    current_.store(static_cast<AllocationMode>(m), std::memory_order_relaxed);
+  void SetCurrent(AllocationMode m) {
+    current_.store(m, std::memory_order_relaxed);
   }
   void SettledUntil(double due_s) {
     learning_.store(false, std::memory_order_relaxed);
@@ -113,7 +104,8 @@ class AutoLearner {
   std::atomic<double> recheck_at_s_{-1};  // -1: none due
   mutable Mutex mu_;
   uint32_t turn_ ABSL_GUARDED_BY(mu_) = 0;  // the next candidate to try
-  std::array<ModeCalls, kNumAllocationModes> calls_ ABSL_GUARDED_BY(mu_);
+  ModeSamples calls_ ABSL_GUARDED_BY(mu_);  // ns per byte, this decision's
+  std::array<bool, kNumAllocationModes> candidate_ ABSL_GUARDED_BY(mu_);
   double log_bytes_sum_ ABSL_GUARDED_BY(mu_) = 0;   // this decision's calls
   int warming_ ABSL_GUARDED_BY(mu_) = 0;            // this decision's
   AllocationMode started_in_ ABSL_GUARDED_BY(mu_);  // the mode it began in

@@ -11,7 +11,6 @@
 #include "absl/strings/str_format.h"
 #include "alloc_count.h"
 #include "arenarpc/message_pool.h"
-#include "arenarpc/mode_chooser.h"
 #include "calibration.h"
 #include "recommend.h"
 #include "samples.h"
@@ -150,7 +149,7 @@ absl::StatusOr<Advice> Advise(const Schema& schema,
         factors[Index(AllocationMode::kArena)];
   }
   CostProbe probe(prototype);
-  ModeChooser chooser;
+  ModeSamples costs;  // kAuto's rule, for `auto_choice`
   double wire = 0, allocs = 0, alloc_bytes = 0;
   std::array<double, kNumAllocationModes> ns = {};
   for (const Sample& s : samples->samples) {
@@ -170,8 +169,10 @@ absl::StatusOr<Advice> Advise(const Schema& schema,
     if (dynamic) {
       for (int m = 0; m < kNumAllocationModes; ++m) c.ns[m] *= factors[m];
     }
-    chooser.Observe(c);
-    for (int m = 0; m < kNumAllocationModes; ++m) ns[m] += c.ns[m];
+    for (int m = 0; m < kNumAllocationModes; ++m) {
+      costs.Add(static_cast<AllocationMode>(m), c.ns[m]);
+      ns[m] += c.ns[m];
+    }
     a.per_sample.push_back(c);
   }
   const double count = static_cast<double>(samples->samples.size());
@@ -179,7 +180,11 @@ absl::StatusOr<Advice> Advise(const Schema& schema,
   a.wire_bytes_mean = wire / count;
   a.allocs_per_message = allocs / count;
   a.alloc_bytes_per_message = alloc_bytes / count;
-  a.auto_choice = chooser.current();
+  // From arena, where kAuto starts (its prior left out).
+  a.auto_choice = costs
+                      .Cheapest(ModeSamples::kPerMode, AllocationMode::kArena,
+                                ModeSamples::kMargin)
+                      .value_or(AllocationMode::kArena);
 
   const double heap_us = ns[Index(AllocationMode::kHeap)] / count / 1e3;
   if (options.baseline_cpu_us.has_value()) {

@@ -79,7 +79,7 @@ struct Advice {
   double allocs_per_message = 0;       // heap mode, operator new calls
   double alloc_bytes_per_message = 0;  // heap mode, bytes asked for
   std::array<ModeAdvice, kNumAllocationModes> modes;    // by AllocationMode
-  AllocationMode auto_choice = AllocationMode::kArena;  // ModeChooser's pick
+  AllocationMode auto_choice = AllocationMode::kArena;  // kAuto's rule's pick
   AllocationMode recommended = AllocationMode::kHeap;
   std::string reason;  // one line
   double base_us = 0;

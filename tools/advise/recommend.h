@@ -1,8 +1,9 @@
 // The recommendation rule, "a mode must never lose": arena or reuse only if
 // it is cheaper than heap by more than kMargin of heap's parse + destroy
 // AND by more than the measured spread (kSigmas standard errors of the
-// per-sample paired ratio, as ModeChooser judges), arena before reuse
-// unless reuse beats arena the same way; otherwise heap.
+// per-sample paired ratio), arena before reuse unless reuse beats arena the
+// same way; otherwise heap. Stricter than kAuto's rule (`auto_choice`),
+// which a server can undo by measuring again.
 //
 //   arenarpc::advise::Verdict v = arenarpc::advise::Recommend(per_sample);
 //

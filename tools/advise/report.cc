@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "arenarpc/mode_chooser.h"
 
 namespace arenarpc::advise {
 namespace {
@@ -62,7 +61,7 @@ std::string FormatTable(const Advice& a) {
   absl::StrAppendFormat(
       &out, "\nauto would choose: %s%s\nrecommended: %s\nreason: %s\n",
       AllocationModeName(a.auto_choice),
-      a.samples < ModeChooserOptions().min_samples
+      a.samples < ModeSamples::kPerMode
           ? " (undecided: fewer samples than it needs, so its starting mode)"
           : "",
       AllocationModeName(a.recommended), a.reason);

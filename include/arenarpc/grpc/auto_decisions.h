@@ -9,18 +9,11 @@
 //   absl::Status s = arenarpc::SaveAutoDecisions(
 //       options.automatic.decisions_path);  // e.g. at shutdown
 //
-// The file: JSON, one entry per method:
-//   {"format": "arenarpc auto decisions", "version": 1, "decisions": [
-//     {"method": "pkg.Service/Method", "request_type": "pkg.Req",
-//      "response_type": "pkg.Resp", "schema": "<16 hex digits>",
-//      "protobuf": 3021012, "mode": "reuse", "source": "prior",
-//      "cost_us": {"heap": 0, "arena": 1900.5, "reuse": 1302.1},
-//      "calls": 24, "saved_unix_s": 1795000000}]}
-// `schema` fingerprints every message type the request and response reach;
-// `protobuf` is the writer's GOOGLE_PROTOBUF_VERSION. An entry is taken only
-// for a kAuto method of this process with the same types, schema and
-// protobuf; any other is skipped with one line on stderr (one of a method
-// not installed here is kept for the next save, silently at install).
+// The file: JSON, one entry per method (an example: docs/MODES.md). An entry
+// is taken only for a kAuto method of this process with the same types,
+// schema fingerprint and protobuf version; any other is skipped with one
+// line on stderr (one of a method not installed here is kept for the next
+// save, silently at install).
 //
 // Thread safety: every function may be called from any thread.
 #ifndef ARENARPC_GRPC_AUTO_DECISIONS_H_
