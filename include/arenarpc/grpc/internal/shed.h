@@ -34,8 +34,9 @@ struct ShedCounters {
   std::atomic<uint64_t> deadline{0};
   std::atomic<uint64_t> limit{0};
 };
-// The counters of `method` ("pkg.Service/Method"), made on first use.
-ShedCounters* ShedCountersFor(std::string_view method);
+// The counters of `method` ("pkg.Service/Method"), made on first use; with
+// `make` false, null if there are none (a read adds nothing).
+ShedCounters* ShedCountersFor(std::string_view method, bool make = true);
 
 // True if `deadline` (a ServerContext's raw_deadline(), monotonic) has
 // passed: a compare without a deadline, else one clock read.
