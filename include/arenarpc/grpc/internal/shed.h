@@ -73,6 +73,7 @@ class InFlightLimit {
   void Done() {
     if (max_ > 0) in_flight_.fetch_sub(1, std::memory_order_relaxed);
   }
+  int in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
  private:
   const int max_;
@@ -114,6 +115,7 @@ class LimitedCallbackHandler final
     static_cast<Inner*>(inner_.get())->SetMessageAllocator(allocator_);
     return std::move(inner_);
   }
+  const InFlightLimit& limit() const { return limit_; }
 
   void* Deserialize(grpc_call* call, grpc_byte_buffer* req,
                     ::grpc::Status* status, void** handler_data) override {
