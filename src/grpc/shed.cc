@@ -2,6 +2,7 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -45,12 +46,16 @@ void* OverLimitMark() {
   return handler;
 }
 
-ShedCounters* ShedCountersFor(std::string_view method) {
+ShedCounters* ShedCountersFor(std::string_view method, bool make) {
   static Mutex mu;
   // Entries never move or die: handlers keep pointers to them.
   static auto* const methods ABSL_PT_GUARDED_BY(mu) =
-      new std::map<std::string, ShedCounters>();
+      new std::map<std::string, ShedCounters, std::less<>>();
   MutexLock lock(&mu);
+  if (!make) {
+    const auto it = methods->find(method);
+    return it == methods->end() ? nullptr : &it->second;
+  }
   return &methods->try_emplace(std::string(method)).first->second;
 }
 

@@ -140,8 +140,11 @@ std::vector<ServedMethodStats> GetServedMethodStats() {
   std::vector<ServedMethodStats> out;
   InstalledRegistry& r = Installed();
   internal::MutexLock lock(&r.mu);
+  static const internal::ShedCounters kNone;  // a method none was shed of
   for (const auto& [name, m] : r.methods) {
-    const internal::ShedCounters* shed = internal::ShedCountersFor(name);
+    const internal::ShedCounters* shed =
+        internal::ShedCountersFor(name, /*make=*/false);
+    if (shed == nullptr) shed = &kNone;
     out.push_back({name, m.api, m.installed,
                    m.automatic != nullptr ? m.automatic->mode() : m.installed,
                    shed->deadline.load(std::memory_order_relaxed),

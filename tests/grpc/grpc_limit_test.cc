@@ -63,6 +63,17 @@ class Hold {
   bool released_ = false;
 };
 
+// A call marked kHoldKey, on its own thread.
+std::future<grpc::Status> HeldCall(EchoService::Stub* stub,
+                                   const EchoRequest& request) {
+  return std::async(std::launch::async, [stub, &request] {
+    grpc::ClientContext context;
+    context.AddMetadata(kHoldKey, "1");
+    EchoResponse r;
+    return stub->Echo(&context, request, &r);
+  });
+}
+
 bool Marked(const grpc::ServerContextBase& context) {
   return context.client_metadata().count(kHoldKey) > 0;
 }
@@ -119,12 +130,7 @@ void ExpectOverLimitRefused(Service* service, AllocationMode mode,
   }
   ASSERT_TRUE(WaitFor([&] { return testing::InFlight(mode) == 0; }));
 
-  auto held = std::async(std::launch::async, [&] {
-    grpc::ClientContext context;
-    context.AddMetadata(kHoldKey, "1");
-    EchoResponse r;
-    return local.stub->Echo(&context, request, &r);
-  });
+  auto held = HeldCall(local.stub.get(), request);
   ASSERT_TRUE(WaitFor([&] { return service->runs.load() == 2; }));
   const ServedMethodStats before = EchoStats();
   const uint64_t holders = HoldersMade();
@@ -170,32 +176,77 @@ TEST_P(LimitTest, CallbackCallOverTheLimitIsRefusedUnparsed) {
 INSTANTIATE_TEST_SUITE_P(Modes, LimitTest, testing::AllModes(),
                          testing::ModeTestName);
 
+// Installs the echo (limit 1, arena) on service_, `again` (if given) too,
+// serves it and holds a marked call in its handler.
+class LimitReinstallTest : public ::testing::Test {
+ protected:
+  void ServeAndHold(const ServerOptions* again = nullptr) {
+    ASSERT_TRUE(echo::InstallEchoServiceAllocators(&service_, options_).ok());
+    if (again != nullptr) {
+      ASSERT_TRUE(echo::InstallEchoServiceAllocators(&service_, *again).ok());
+    }
+    local_ = testing::StartLocalEcho(&service_);
+    ASSERT_NE(local_.server, nullptr);
+    echo::BuildEchoRequest(/*scale=*/2, /*seed=*/1, &request_);
+    held_ = HeldCall(local_.stub.get(), request_);
+    ASSERT_TRUE(WaitFor([&] { return service_.runs.load() == 1; }));
+  }
+  void EndHeld() {
+    service_.held.exchange(nullptr)->Finish(grpc::Status::OK);
+    EXPECT_TRUE(held_.get().ok());
+  }
+
+  CallbackEcho service_;
+  ServerOptions options_{[] {
+    ServerOptions o(AllocationMode::kArena);
+    o.max_calls_in_flight = 1;
+    return o;
+  }()};
+  testing::LocalEcho local_;
+  EchoRequest request_;
+  std::future<grpc::Status> held_;
+};
+
 // Installing again without the limit gives gRPC's handler back (its
 // generated setter casts the handler to gRPC's type): calls are not refused.
-TEST(LimitReinstallTest, CallbackInstallAgainWithoutLimit) {
-  CallbackEcho service;
-  ServerOptions options(AllocationMode::kArena);
-  options.max_calls_in_flight = 1;
-  ASSERT_TRUE(echo::InstallEchoServiceAllocators(&service, options).ok());
-  options.max_calls_in_flight = 0;
-  ASSERT_TRUE(echo::InstallEchoServiceAllocators(&service, options).ok());
-  testing::LocalEcho local = testing::StartLocalEcho(&service);
-  ASSERT_NE(local.server, nullptr);
-  EchoRequest request;
-  echo::BuildEchoRequest(/*scale=*/2, /*seed=*/1, &request);
-  auto held = std::async(std::launch::async, [&] {
-    grpc::ClientContext context;
-    context.AddMetadata(kHoldKey, "1");
-    EchoResponse r;
-    return local.stub->Echo(&context, request, &r);
-  });
-  ASSERT_TRUE(WaitFor([&] { return service.runs.load() == 1; }));
+TEST_F(LimitReinstallTest, CallbackInstallAgainWithoutLimit) {
+  ServerOptions unlimited = options_;
+  unlimited.max_calls_in_flight = 0;
+  ASSERT_NO_FATAL_FAILURE(ServeAndHold(&unlimited));
   grpc::ClientContext context;
   EchoResponse response;
-  EXPECT_TRUE(local.stub->Echo(&context, request, &response).ok());
-  service.held.exchange(nullptr)->Finish(grpc::Status::OK);
-  EXPECT_TRUE(held.get().ok());
-  local.server->Shutdown();
+  EXPECT_TRUE(local_.stub->Echo(&context, request_, &response).ok());
+  EndHeld();
+  local_.server->Shutdown();
+}
+
+// Installing again while a call is in flight (after the server was built:
+// outside the install contract) is refused and the first install stays:
+// the call still counts in the handler that admitted it, which is not
+// destroyed under it.
+TEST_F(LimitReinstallTest, CallbackInstallAgainWithCallsInFlightIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(ServeAndHold());
+  const InstallResult again =
+      echo::InstallEchoServiceAllocators(&service_, options_);
+  EXPECT_EQ(again.served(), 0) << again.ToString();
+  EXPECT_NE(again.ToString().find(std::string(kEcho) +
+                                  " (installed again while its calls are in "
+                                  "flight"),
+            std::string::npos)
+      << again.ToString();
+  EchoResponse response;
+  {
+    grpc::ClientContext context;  // the first install's limit still holds
+    EXPECT_EQ(local_.stub->Echo(&context, request_, &response).error_code(),
+              grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  EndHeld();
+  ASSERT_TRUE(
+      WaitFor([&] { return testing::InFlight(AllocationMode::kArena) == 0; }));
+  grpc::ClientContext next;
+  EXPECT_TRUE(local_.stub->Echo(&next, request_, &response).ok());
+  EXPECT_EQ(service_.runs.load(), 2);
+  local_.server->Shutdown();
 }
 
 }  // namespace

@@ -335,5 +335,28 @@ TEST(AsyncShedTest, RefusedInstallShedsLikeAServedOne) {
   ExpectHeldCallShed(&refused, kName);
 }
 
+// Reading stats is a getter: a served method none was shed of reads zeros
+// and gets no shed counters (an unnamed, unlimited callback install makes
+// none).
+TEST(ShedStatsTest, ReadingStatsMakesNoCounters) {
+  EchoService::CallbackService service;
+  const InstallResult r = InstallMessageAllocators(
+      &service, ServerOptions(AllocationMode::kArena),
+      &EchoService::CallbackService::SetMessageAllocatorFor_Echo);
+  ASSERT_TRUE(r.ok()) << r.ToString();
+  const std::string name = internal::TypePairName<EchoRequest, EchoResponse>();
+  ASSERT_EQ(internal::ShedCountersFor(name, /*make=*/false), nullptr);
+  bool listed = false;
+  for (const ServedMethodStats& m : GetServedMethodStats()) {
+    if (m.method != name) continue;
+    listed = true;
+    EXPECT_EQ(m.shed_deadline, 0u);
+    EXPECT_EQ(m.shed_limit, 0u);
+  }
+  EXPECT_TRUE(listed);
+  EXPECT_EQ(internal::ShedCountersFor(name, /*make=*/false), nullptr)
+      << "reading stats made counters";
+}
+
 }  // namespace
 }  // namespace arenarpc

@@ -25,8 +25,9 @@
 // Sync methods keep their signatures and may block: gRPC's generated
 // handler is swapped for arenarpc's (docs/DESIGN.md, "Sync services: the
 // handler swap"). Installing a service object again replaces its install;
-// installing a method again with other kAuto or shadow options is refused
-// (the result says why).
+// installing a method again with other kAuto or shadow options, or a
+// limited callback method while its calls are in flight, is refused (the
+// result says why).
 //
 // Thread safety: install before the server is built, from one thread.
 // Lifetime: allocators are process-wide and never destroyed; a sync
@@ -120,18 +121,23 @@ MethodInstall InstallCallbackMethod(
                 "the setter is not a member of this service");
   const std::string name = method.empty() ? internal::TypePairName<Req, Resp>()
                                           : std::string(method);
-  auto choice =
-      internal::AllocatorFor<Req, Resp>(options, name, ServerApi::kCallback);
-  if (choice.allocator == nullptr) return std::move(choice.report);
   // A named method's handler is wrapped for max_calls_in_flight; unwrapped
-  // first: gRPC's setter casts the handler to its own type.
+  // first: gRPC's setter casts the handler to its own type. Not while its
+  // calls are in flight: their messages count in the wrapper.
   using Limited = internal::LimitedCallbackHandler<Req, Resp>;
   ::grpc::internal::RpcServiceMethod* m =
       method.empty() ? nullptr
                      : internal::FindSyncSlot(service, method, true).method;
-  if (auto* limited = m ? dynamic_cast<Limited*>(m->handler()) : nullptr) {
-    internal::HandlerOf(m) = limited->Unwrap();
+  auto* limited = m ? dynamic_cast<Limited*>(m->handler()) : nullptr;
+  if (limited != nullptr && limited->limit().in_flight() > 0) {
+    return internal::NotServed(name,
+                               "installed again while its calls are in "
+                               "flight (the first install's stay)");
   }
+  auto choice =
+      internal::AllocatorFor<Req, Resp>(options, name, ServerApi::kCallback);
+  if (choice.allocator == nullptr) return std::move(choice.report);
+  if (limited != nullptr) internal::HandlerOf(m) = limited->Unwrap();
   (service->*setter)(choice.allocator);
   if (m != nullptr && options.max_calls_in_flight > 0 &&
       dynamic_cast<::grpc::internal::CallbackUnaryHandler<Req, Resp>*>(

@@ -34,8 +34,9 @@ struct ShedCounters {
   std::atomic<uint64_t> deadline{0};
   std::atomic<uint64_t> limit{0};
 };
-// The counters of `method` ("pkg.Service/Method"), made on first use.
-ShedCounters* ShedCountersFor(std::string_view method);
+// The counters of `method` ("pkg.Service/Method"), made on first use; with
+// `make` false, null if there are none (a read adds nothing).
+ShedCounters* ShedCountersFor(std::string_view method, bool make = true);
 
 // True if `deadline` (a ServerContext's raw_deadline(), monotonic) has
 // passed: a compare without a deadline, else one clock read.
@@ -72,6 +73,7 @@ class InFlightLimit {
   void Done() {
     if (max_ > 0) in_flight_.fetch_sub(1, std::memory_order_relaxed);
   }
+  int in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
  private:
   const int max_;
@@ -113,6 +115,7 @@ class LimitedCallbackHandler final
     static_cast<Inner*>(inner_.get())->SetMessageAllocator(allocator_);
     return std::move(inner_);
   }
+  const InFlightLimit& limit() const { return limit_; }
 
   void* Deserialize(grpc_call* call, grpc_byte_buffer* req,
                     ::grpc::Status* status, void** handler_data) override {
