@@ -47,7 +47,6 @@
 #include <utility>
 
 #include "arenarpc/internal/fixed_pool.h"
-#include "arenarpc/internal/tls_model.h"
 
 namespace arenarpc {
 
@@ -203,8 +202,7 @@ class ObjectPool {
 
   // Default()'s cache for this thread: constinit and trivially destructible,
   // so no TLS guard; its magazines go back at thread exit.
-  ARENARPC_TLS_MODEL static inline thread_local constinit internal::ThreadCache
-      default_cache_;
+  static inline thread_local constinit internal::ThreadCache default_cache_;
 };
 
 }  // namespace arenarpc

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,13 +56,6 @@ int InstallResult::unary_methods() const {
 int InstallResult::served() const { return Count(methods_, true, true); }
 int InstallResult::streaming_served() const {
   return Count(methods_, false, true);
-}
-
-std::vector<MethodInstall> InstallResult::not_served() const {
-  std::vector<MethodInstall> out;
-  std::ranges::copy_if(methods_, std::back_inserter(out), std::logical_not{},
-                       &MethodInstall::served);
-  return out;
 }
 
 std::string InstallResult::ToString() const {

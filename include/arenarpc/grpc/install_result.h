@@ -65,7 +65,6 @@ class [[nodiscard]] InstallResult {
   // never count in served() or status().
   int streaming_served() const;
   const std::vector<MethodInstall>& methods() const { return methods_; }
-  std::vector<MethodInstall> not_served() const;
 
   // FailedPrecondition if there are unary methods and none is served
   // (the message names each and why); else OK.

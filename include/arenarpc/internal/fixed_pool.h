@@ -22,7 +22,6 @@
 #include "arenarpc/internal/check.h"
 #include "arenarpc/internal/mutex.h"
 #include "arenarpc/internal/thread_slots.h"
-#include "arenarpc/internal/tls_model.h"
 
 namespace arenarpc {
 struct ObjectPoolOptions;  // arenarpc/object_pool.h documents both
@@ -168,8 +167,7 @@ class FixedPool final : private ThreadSlots::Owner {
     void* cache;
   };
   static constexpr LastUsed kNone{~uint64_t{0}, nullptr};
-  ARENARPC_TLS_MODEL static inline thread_local constinit LastUsed last_used_ =
-      kNone;
+  static inline thread_local constinit LastUsed last_used_ = kNone;
 
   ThreadCache* GetCache() const {
     const LastUsed& l = last_used_;

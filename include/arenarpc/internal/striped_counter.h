@@ -12,8 +12,6 @@
 #include <atomic>
 #include <cstdint>
 
-#include "arenarpc/internal/tls_model.h"
-
 namespace arenarpc::internal {
 
 class StripedCounter {
@@ -44,7 +42,7 @@ class StripedCounter {
     }
     return stripe_;
   }
-  ARENARPC_TLS_MODEL static inline thread_local constinit int stripe_ = -1;
+  static inline thread_local constinit int stripe_ = -1;
 
   Cell cells_[kStripes];
 };

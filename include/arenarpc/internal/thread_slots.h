@@ -26,8 +26,6 @@
 
 #include <cstdint>
 
-#include "arenarpc/internal/tls_model.h"
-
 namespace arenarpc::internal {
 
 class ThreadSlots {
@@ -76,8 +74,7 @@ class ThreadSlots {
   friend struct ThreadExitHook;
 
   // Trivially destructible and constant-initialised: no TLS wrapper call.
-  ARENARPC_TLS_MODEL static inline thread_local constinit Array array_{
-      nullptr, 0, false};
+  static inline thread_local constinit Array array_{nullptr, 0, false};
 };
 
 }  // namespace arenarpc::internal
