@@ -179,6 +179,19 @@ TEST(AutoLearnerTest, PriorHoldsHeapOutOfLargeCalls) {
   EXPECT_EQ(s.cost_ns[static_cast<int>(kHeap)], 0);
 }
 
+TEST(AutoLearnerTest, RanNamesTheModesCallsRanIn) {
+  AutoLearner l;  // prior on: heap held out of 100 KB calls
+  Decide(l, {2.0, 2.0, 1.0}, 100000);
+  EXPECT_EQ(l.current(), kReuse);
+  EXPECT_FALSE(l.Ran(kHeap));
+  EXPECT_TRUE(l.Ran(kArena));  // the mode it began in, and tried
+  EXPECT_TRUE(l.Ran(kReuse));
+
+  AutoLearner small;  // small calls: heap tried too
+  Decide(small, {2.0, 2.0, 1.0}, 2000);
+  EXPECT_TRUE(small.Ran(kHeap));
+}
+
 TEST(AutoLearnerTest, PriorLetsHeapInForSmallCalls) {
   AutoLearner l;
   Decide(l, {0.5, 1.0, 1.0}, 2000);  // small calls where heap is cheapest

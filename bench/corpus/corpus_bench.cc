@@ -64,13 +64,15 @@ double CpuNs() {
 
 volatile uint64_t sink;
 
-// A received message as gRPC 1.56 hands it to protobuf, written here by hand
-// after its ProtoBufferReader (include/grpcpp/support/proto_buffer_reader.h):
-// Next() gives one slice, BackUp() gives the slice's unread tail back on the
-// next Next(), the parse is MessageLite::ParseFromZeroCopyStream. The slices
-// are the transport's TCP read slices (src/core/lib/iomgr/tcp_posix.cc: 8 KiB,
-// 64 KiB once its read estimate passes 12 KiB); the first is shorter by the
-// DATA frame header (9 bytes) and the message prefix (5) that share it.
+// A received message as gRPC 1.56 hands it to protobuf, after its
+// ProtoBufferReader (include/grpcpp/support/proto_buffer_reader.h). Written
+// by hand: gRPC's reader does not build against protobuf 35.1, and
+// protobuf's ArrayInputStream cuts equal blocks where gRPC's first is
+// shorter. Next() gives one slice, BackUp() gives the slice's unread tail back
+// on the next Next(), the parse is MessageLite::ParseFromZeroCopyStream. The
+// slices are the transport's TCP read slices (src/core/lib/iomgr/tcp_posix.cc:
+// 8 KiB, 64 KiB once its read estimate passes 12 KiB); the first is shorter by
+// the DATA frame header (9 bytes) and the message prefix (5) that share it.
 // Frame headers inside the message are left out: gRPC peers raise the frame
 // size with BDP probing.
 class SlicedInput final : public google::protobuf::io::ZeroCopyInputStream {

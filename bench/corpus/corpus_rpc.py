@@ -216,7 +216,8 @@ def run_one(args, svc, config, pb, payload_file, rps, outdir, tag):
     settle_prefix = f"settle: {svc['method'].lstrip('/')} "
     auto_line += [l.strip() for l in server.log if l.startswith(settle_prefix)]
     auto_line += [l.strip() for l in server.log
-                  if l.startswith(f"decision: {svc['method'].lstrip('/')} ") or "auto decisions" in l]
+                  if l.startswith(f"decision: {svc['method'].lstrip('/')} ") or "auto decisions" in l
+                  or l.startswith("measuring cost:")]
     # With measuring on: "measuring cost: thread T s sampling S s process P s share X".
     cost = [l.split() for l in server.log if l.startswith("measuring cost:")]
     measuring_share = float(cost[-1][-1]) if cost else None

@@ -79,6 +79,9 @@ ABSL_FLAG(int, max_concurrent_streams, 0,
 ABSL_FLAG(int, max_threads, 0,
           "--api=sync: a grpc::ResourceQuota thread limit; with every thread "
           "busy a call is answered RESOURCE_EXHAUSTED (0: no limit)");
+ABSL_FLAG(int, resource_quota_mb, 0,
+          "a grpc::ResourceQuota of this many MiB on gRPC's own buffers "
+          "(0: no limit)");
 ABSL_FLAG(int, max_calls_in_flight, 0,
           "per method: calls over it are answered RESOURCE_EXHAUSTED before "
           "their request is parsed (0: no limit)");
@@ -316,9 +319,12 @@ void AddAdmissionLimits(grpc::ServerBuilder* builder) {
     builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                                 absl::GetFlag(FLAGS_max_concurrent_streams));
   }
-  if (absl::GetFlag(FLAGS_max_threads) > 0) {
+  const int threads = absl::GetFlag(FLAGS_max_threads);
+  const int quota_mb = absl::GetFlag(FLAGS_resource_quota_mb);
+  if (threads > 0 || quota_mb > 0) {
     grpc::ResourceQuota quota("arenarpc_corpus_server");
-    quota.SetMaxThreads(absl::GetFlag(FLAGS_max_threads));
+    if (threads > 0) quota.SetMaxThreads(threads);
+    if (quota_mb > 0) quota.Resize(static_cast<size_t>(quota_mb) << 20);
     builder->SetResourceQuota(quota);
   }
 }

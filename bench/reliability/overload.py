@@ -4,7 +4,8 @@
 Per target (the echo demo or a corpus service, on the sync or callback
 API) and configuration (plain gRPC; plain gRPC with its own admission knobs
 tuned, plain+knobs; arenarpc's heap, arena, reuse, auto; MODE+knobs and
-MODE+limit, arenarpc's ServerOptions::max_calls_in_flight, when named), each round: the configuration's capacity (a capacity search at
+MODE+limit, arenarpc's ServerOptions::max_calls_in_flight, and +quota, a
+gRPC ResourceQuota on its buffers, when named), each round: the configuration's capacity (a capacity search at
 --objective_ms, capacity.py's ladder and bisection; or --capacity_from an
 earlier run's json, capacity.py's or this script's), then offered load at
 --loads times that capacity and at one absolute rate for all (2x plain's
@@ -73,12 +74,15 @@ def config_target(args, target, config):
     flags = list(flags)
     if os.path.basename(binary) == "arenarpc_echo_server":
         flags += ["--max_concurrent_streams=0", "--resource_quota_mb=0"]
-    if config.endswith("+knobs"):
+    suffixes = config.split("+")[1:]
+    if "knobs" in suffixes:
         flags.append(f"--max_concurrent_streams={args.knob_streams}")
         if args.api == "sync":
             flags.append(f"--max_threads={args.knob_threads}")
-    if config.endswith("+limit"):
+    if "limit" in suffixes:
         flags.append(f"--max_calls_in_flight={args.limit}")
+    if "quota" in suffixes:
+        flags.append(f"--resource_quota_mb={args.quota_mb}")
     return binary, flags, method, request, size
 
 
@@ -263,7 +267,9 @@ def table(rows, title, args):
              f"({args['channels']} connections)" + (f" and a ResourceQuota of {args['knob_threads']} threads"
                                                     if args["api"] == "sync" else "") + ". "
              + (f"+limit: ServerOptions::max_calls_in_flight={args['limit']} (per method). "
-                if any(c.endswith("+limit") for c in rows) else ""))
+                if any("+limit" in c for c in rows) else "")
+             + (f"+quota: a ResourceQuota of {args.get('quota_mb')} MiB on gRPC's buffers. "
+                if any("+quota" in c for c in rows) else ""))
     lines += ["", f"Each load {args['burst_s']:g} s measured after {args['burst_warmup_s']:g} s at its rate, on a fresh "
               f"server warmed {args['warmup_s']:g} s at half the capacity; every call with a {args['deadline_ms']} ms "
               "deadline. Goodput: OK calls within the deadline of their intended send time, per measured second; "
@@ -397,6 +403,8 @@ def parse_args():
                    help="capacity.py's or this script's json ({target} and {api} replaced): no search")
     p.add_argument("--knob_streams", type=int, default=16, help="plain+knobs: max concurrent streams per connection")
     p.add_argument("--knob_threads", type=int, default=16, help="plain+knobs on sync: the ResourceQuota's threads")
+    p.add_argument("--quota_mb", type=int, default=32,
+                   help="MODE+quota: a ResourceQuota of this many MiB on gRPC's buffers")
     p.add_argument("--limit", type=int, default=16, help="MODE+limit: ServerOptions::max_calls_in_flight")
     p.add_argument("--no_stats", action="store_true", help="never send SIGUSR1 (a server without the handler)")
     # The capacity search: capacity.py's flags, shorter steps by default.

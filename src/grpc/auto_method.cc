@@ -318,9 +318,13 @@ void AutoMethod::Observe(const CallTiming& t, double cost_ns) {
   // clock reads (an async call's three more).
   const double excess = m.learner.ExcessShare(t.mode) * cost_ns;
   if (m.learner.Observe(t.mode, cost_ns, t.bytes, t.warming, NowS())) {
+    // Only what calls ran in: a trim of a mode nobody used (heap held out
+    // by the prior) costs the background thread and refaults free memory.
     for (int i = 0; i < kNumAllocationModes; ++i) {
       const auto mode = static_cast<AllocationMode>(i);
-      if (mode != m.learner.current()) ReleaseIdle(m, mode);
+      if (mode != m.learner.current() && m.learner.Ran(mode)) {
+        ReleaseIdle(m, mode);
+      }
     }
     DecisionSettled();
   } else {

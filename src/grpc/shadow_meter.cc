@@ -366,7 +366,7 @@ std::vector<MeasuredMethodStats> ShadowMethodStats() {
       s.recommended = m->recommended;
       // The last decision's medians; before the first, the samples so far.
       const ModeSamples& c =
-          m->decided.count(AllocationMode::kHeap) > 0 ? m->decided : m->window;
+          m->samples >= ModeSamples::kPerMode ? m->decided : m->window;
       for (int i = 0; i < kNumAllocationModes; ++i)
         s.cost_us[i] =
             std::max(c.Median(static_cast<AllocationMode>(i)), 0.0) / 1e3;

@@ -139,6 +139,11 @@ double AutoLearner::ExcessShare(AllocationMode mode) const {
   return std::max(0.0, 1 - ref / own);
 }
 
+bool AutoLearner::Ran(AllocationMode mode) const {
+  MutexLock lock(&mu_);
+  return calls_.count(mode) > 0 || started_in_ == mode;
+}
+
 void AutoLearner::Load(AllocationMode mode, double now_s,
                        const std::array<double, kNumAllocationModes>& cost_ns) {
   MutexLock lock(&mu_);

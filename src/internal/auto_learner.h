@@ -75,6 +75,9 @@ class AutoLearner {
   // cheapest measured while that one is not), as a share of its cost (0 when
   // not known or cheaper): what a trial in it wastes.
   double ExcessShare(AllocationMode mode) const;
+  // Calls ran in `mode` in this decision (or the last): timed in it, or it
+  // is the mode the decision began in. What a settled method gives back.
+  bool Ran(AllocationMode mode) const;
   // Settled in `mode` from a decisions file, with its costs (ns per call).
   void Load(AllocationMode mode, double now_s,
             const std::array<double, kNumAllocationModes>& cost_ns = {});
