@@ -190,6 +190,14 @@ TEST(AutoLearnerTest, RanNamesTheModesCallsRanIn) {
   AutoLearner small;  // small calls: heap tried too
   Decide(small, {2.0, 2.0, 1.0}, 2000);
   EXPECT_TRUE(small.Ran(kHeap));
+
+  // Loaded in heap, re-checked on large calls: heap held out but calls ran
+  // in it until the re-check settled.
+  AutoLearner loaded({.recheck_after_s = 1});
+  loaded.Load(kHeap, 0);
+  Decide(loaded, {2.0, 2.0, 1.0}, 100000, /*now_s=*/2);
+  EXPECT_EQ(loaded.current(), kReuse);
+  EXPECT_TRUE(loaded.Ran(kHeap));
 }
 
 TEST(AutoLearnerTest, PriorLetsHeapInForSmallCalls) {
