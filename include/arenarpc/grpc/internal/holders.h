@@ -35,10 +35,14 @@ class CallHolder : public ::grpc::MessageHolder<Req, Resp> {
   void Release() override {
     timed_.Exclude(sampled_.AtRelease(this->request(), *this->response()));
     timed_.AtRelease(this->request(), *this->response());
-    RecordRelease(mode_, ArenaBytes());
+    // Counted released last: a reader who sees no call in flight finds the
+    // limit free and the messages gone.
+    const AllocationMode mode = mode_;
+    const uint64_t arena_bytes = ArenaBytes();
     InFlightLimit* const limit = limit_;
     delete this;
     if (limit != nullptr) limit->Done();
+    RecordRelease(mode, arena_bytes);
   }
   // A call counted against max_calls_in_flight until its messages are gone.
   void set_limit(InFlightLimit* limit) { limit_ = limit; }

@@ -141,9 +141,11 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
           (!status.ok() || param.server_context->IsCancelled())) {
         holder->Failed();
       }
+      if (admitted) holder->set_limit(&limit_);  // ended by Release()
       holder->Release();
+    } else if (admitted) {
+      limit_.Done();
     }
-    if (admitted) limit_.Done();
   }
 
  private:
