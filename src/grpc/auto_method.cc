@@ -56,6 +56,7 @@ constexpr int kLossWindow = 32;
 // A heap or arena trial this large leaves megabytes idle in its thread's
 // heap or page cache (docs/DESIGN_NOTES.md, "Memory while learning").
 constexpr double kReleaseAfterBytes = 256 << 10;
+constexpr std::chrono::milliseconds kReleaseDelay{200};
 // A callback or async trial walks its request for its size (ByteSizeLong:
 // 144-204 us on 520-650 KB, billed). Once kSizesAgree walks in a row came
 // within 1/64 of the first, only every kSizeEvery-th trial of each mode
@@ -109,9 +110,8 @@ struct Registry {
   // Each file read (at install, or loaded): its entries of methods not
   // installed here are saved again.
   std::map<std::string, std::vector<DecisionEntry>> files ABSL_GUARDED_BY(mu);
-  std::string save_path ABSL_GUARDED_BY(mu);  // the first install's
-  bool dirty ABSL_GUARDED_BY(mu) = false;     // a decision not saved yet
-  bool saving ABSL_GUARDED_BY(mu) = false;    // the save tick is added
+  std::string save_path ABSL_GUARDED_BY(mu);     // the first install's
+  bool save_posted ABSL_GUARDED_BY(mu) = false;  // a save waits to run
   double saved_at_s ABSL_GUARDED_BY(mu) = -1;
 };
 Registry& TheRegistry() {
@@ -128,25 +128,29 @@ std::vector<AutoMethod*> Methods(AutoMethod* add = nullptr) {
 }
 
 // Gives back what `mode` keeps idle (calls keep what they use) on the
-// background thread (GetMeasuringCost().thread_cpu_s), unless calls run in
-// it again by then.
+// background thread (GetMeasuringCost().thread_cpu_s) after kReleaseDelay,
+// unless calls run in it again by then. Calls that began in the mode before
+// it changed end within the delay: their releases join this one, and each
+// release walks the pools and unmaps pages.
 void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
   const int i = static_cast<int>(mode);
   if (m.release_queued[i].exchange(true, std::memory_order_relaxed)) return;
-  const bool posted = PostBackground([&m, mode, i] {
-    m.release_queued[i].store(false, std::memory_order_relaxed);
-    if (m.learner.current() == mode) return;
-    if (mode == AllocationMode::kHeap) {
+  const bool posted = PostBackground(
+      [&m, mode, i] {
+        m.release_queued[i].store(false, std::memory_order_relaxed);
+        if (m.learner.current() == mode) return;
+        if (mode == AllocationMode::kHeap) {
 #if defined(__GLIBC__)
-      malloc_trim(0);
+          malloc_trim(0);
 #endif
-      return;
-    }
-    if (mode == AllocationMode::kReuse && m.trim_reuse != nullptr) {
-      m.trim_reuse();
-    }
-    ReleaseIdleArenasAndPages(std::chrono::milliseconds(0));
-  });
+          return;
+        }
+        if (mode == AllocationMode::kReuse && m.trim_reuse != nullptr) {
+          m.trim_reuse();
+        }
+        ReleaseIdleArenasAndPages(std::chrono::milliseconds(0));
+      },
+      kReleaseDelay);
   if (!posted) m.release_queued[i].store(false, std::memory_order_relaxed);
 }
 
@@ -236,17 +240,14 @@ void StartAtInstall(AutoMethod::State& m, const AutoOptions& o) {
   }
 }
 
-// The background thread's tick: saves at most once a second (decisions
-// come in bursts at start-up).
-void SaveTick() {
+// The background thread's save: every decision settled by now.
+void SaveDecisions() {
   Registry& r = TheRegistry();
   std::string path;
   {
     MutexLock lock(&r.mu);
-    const double now = NowS();
-    if (!r.dirty || now - r.saved_at_s < 1) return;
-    r.dirty = false;
-    r.saved_at_s = now;
+    r.save_posted = false;
+    r.saved_at_s = NowS();
     path = r.save_path;
   }
   if (const absl::Status st = SaveAutoDecisions(path); !st.ok()) {
@@ -255,13 +256,16 @@ void SaveTick() {
   }
 }
 
-// A decision settled: saved to the first install's path, if any.
+// A decision settled: saved to the first install's path, if any, at most
+// once a second (decisions come in bursts at start-up: one save takes all
+// settled before it runs).
 void DecisionSettled() {
   Registry& r = TheRegistry();
   MutexLock lock(&r.mu);
-  if (r.save_path.empty()) return;
-  r.dirty = true;
-  if (!std::exchange(r.saving, true)) AddBackgroundTick(SaveTick);
+  if (r.save_path.empty() || r.save_posted) return;
+  const double wait_s = std::max(0.0, r.saved_at_s + 1 - NowS());
+  r.save_posted = PostBackground(
+      &SaveDecisions, std::chrono::milliseconds(std::lround(wait_s * 1e3)));
 }
 
 }  // namespace

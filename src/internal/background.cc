@@ -4,11 +4,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <exception>
+#include <map>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -20,6 +21,8 @@
 namespace arenarpc::internal {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr size_t kMaxQueued = 256;
 
 std::atomic<uint64_t> failures{0};
@@ -30,8 +33,11 @@ std::atomic<double> thread_cpu_ns{0};
 struct Background {
   Mutex mu;
   CondVar cv;
-  std::deque<std::function<void()>> queue ABSL_GUARDED_BY(mu);
+  // By due time; tasks due together in the order posted.
+  std::multimap<Clock::time_point, std::function<void()>> queue
+      ABSL_GUARDED_BY(mu);
   std::vector<std::function<void()>> ticks ABSL_GUARDED_BY(mu);
+  Clock::time_point next_tick ABSL_GUARDED_BY(mu);
   bool started ABSL_GUARDED_BY(mu) = false;
   bool running ABSL_GUARDED_BY(mu) = false;
   bool stop ABSL_GUARDED_BY(mu) = false;
@@ -43,19 +49,59 @@ Background& Get() {
   return *b;
 }
 
+// Runs the tasks due by `until`, one at a time, none under the lock.
+void RunTasks(Clock::time_point until) {
+  Background& b = Get();
+  for (;;) {
+    std::function<void()> task;
+    {
+      MutexLock lock(&b.mu);
+      if (b.queue.empty() || b.queue.begin()->first > until) break;
+      task = std::move(b.queue.begin()->second);
+      b.queue.erase(b.queue.begin());
+    }
+    task();
+    progress.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void RunTicks() {
+  Background& b = Get();
+  std::vector<std::function<void()>> ticks;
+  {
+    MutexLock lock(&b.mu);
+    ticks = b.ticks;
+  }
+  for (auto& tick : ticks) tick();
+}
+
 void Run() {
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
   Background& b = Get();
   for (;;) {
+    Clock::time_point now;
+    bool tick = false;
     {
       MutexLock lock(&b.mu);
-      if (b.queue.empty() && !b.stop) {
-        b.cv.WaitUntil(&b.mu,
-                       std::chrono::steady_clock::now() + kBackgroundTick);
+      for (;;) {
+        if (b.stop) return;
+        now = Clock::now();
+        tick = !b.ticks.empty() && now >= b.next_tick;
+        if (tick || (!b.queue.empty() && b.queue.begin()->first <= now)) break;
+        if (b.queue.empty() && b.ticks.empty()) {
+          b.cv.Wait(&b.mu);
+          continue;
+        }
+        Clock::time_point wake =
+            b.ticks.empty() ? Clock::time_point::max() : b.next_tick;
+        if (!b.queue.empty()) wake = std::min(wake, b.queue.begin()->first);
+        b.cv.WaitUntil(&b.mu, wake);
       }
-      if (b.stop) return;
+      if (tick) b.next_tick = now + kBackgroundTick;
     }
-    RunBackgroundOnce();
+    RunTasks(now);
+    if (tick) RunTicks();
+    thread_cpu_ns.store(ThreadCpuNs(), std::memory_order_relaxed);
   }
 }
 
@@ -101,11 +147,12 @@ bool Start(Background& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu) {
 
 }  // namespace
 
-bool PostBackground(std::function<void()> task) {
+bool PostBackground(std::function<void()> task,
+                    std::chrono::milliseconds delay) {
   Background& b = Get();
   MutexLock lock(&b.mu);
   if (!Start(b) || b.queue.size() >= kMaxQueued) return false;
-  b.queue.push_back(std::move(task));
+  b.queue.emplace(Clock::now() + delay, std::move(task));
   progress.fetch_add(1, std::memory_order_relaxed);
   b.cv.Signal();
   return true;
@@ -114,29 +161,15 @@ bool PostBackground(std::function<void()> task) {
 void AddBackgroundTick(std::function<void()> tick) {
   Background& b = Get();
   MutexLock lock(&b.mu);
+  if (b.ticks.empty()) b.next_tick = Clock::now() + kBackgroundTick;
   b.ticks.push_back(std::move(tick));
   Start(b);
+  b.cv.Signal();  // the thread may sleep with no deadline
 }
 
 void RunBackgroundOnce() {
-  Background& b = Get();
-  for (;;) {
-    std::function<void()> task;
-    {
-      MutexLock lock(&b.mu);
-      if (b.queue.empty()) break;
-      task = std::move(b.queue.front());
-      b.queue.pop_front();
-    }
-    task();
-    progress.fetch_add(1, std::memory_order_relaxed);
-  }
-  std::vector<std::function<void()>> ticks;
-  {
-    MutexLock lock(&b.mu);
-    ticks = b.ticks;
-  }
-  for (auto& tick : ticks) tick();
+  RunTasks(Clock::time_point::max());
+  RunTicks();
   thread_cpu_ns.store(ThreadCpuNs(), std::memory_order_relaxed);
 }
 

@@ -1,11 +1,13 @@
 // The library's one background thread: idle trimming, kAuto's memory
 // releases and decision saves, shadow measurement's samples. It runs at
-// nice 19, starts with the first task or tick and is joined at exit. If it
-// cannot start, nothing runs in the background (counted, logged once);
-// nothing throws.
+// nice 19, starts with the first task or tick and is joined at exit. It
+// sleeps until a task is due or, once a tick is added, a tick; a process
+// with neither pays no wake-ups. If it cannot start, nothing runs in the
+// background (counted, logged once); nothing throws.
 //
-//   internal::PostBackground([] { ... });   // soon, once
-//   internal::AddBackgroundTick([] { ... }); // every kBackgroundTick
+//   internal::PostBackground([] { ... });        // soon, once
+//   internal::PostBackground([] { ... }, 250ms); // not before then
+//   internal::AddBackgroundTick([] { ... });     // every kBackgroundTick
 //
 // Thread safety: every function may be called from any thread.
 #ifndef ARENARPC_SRC_INTERNAL_BACKGROUND_H_
@@ -20,7 +22,9 @@ namespace arenarpc::internal {
 inline constexpr std::chrono::milliseconds kBackgroundTick{100};
 
 // False if `task` will not run: no thread, or kMaxQueued tasks waiting.
-bool PostBackground(std::function<void()> task);
+// Tasks run in the order they are due.
+bool PostBackground(std::function<void()> task,
+                    std::chrono::milliseconds delay = {});
 // From now on, after the queued tasks.
 void AddBackgroundTick(std::function<void()> tick);
 // Tasks posted plus tasks done: a change means the thread is at work (idle
@@ -33,7 +37,8 @@ uint64_t BackgroundThreadFailures();
 
 // Tests: how the thread is started (nullptr: a std::thread). The starter may
 // throw, as std::thread does, or keep `body` without running it; the test
-// then runs the queued tasks and the ticks itself with RunBackgroundOnce().
+// then runs the queued tasks (due or not) and the ticks itself with
+// RunBackgroundOnce().
 using BackgroundThreadStarter = void (*)(std::function<void()> body);
 void SetBackgroundThreadStarterForTesting(BackgroundThreadStarter starter);
 void RunBackgroundOnce();
