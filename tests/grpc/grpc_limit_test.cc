@@ -176,6 +176,41 @@ TEST_P(LimitTest, CallbackCallOverTheLimitIsRefusedUnparsed) {
 INSTANTIATE_TEST_SUITE_P(Modes, LimitTest, testing::AllModes(),
                          testing::ModeTestName);
 
+// A malformed request (sync, parsed in RunHandler) ends its limit slot
+// before it counts released: a reader who sees no call in flight is
+// admitted.
+TEST(LimitSyncTest, AMalformedCallFreesTheLimitBeforeItCountsReleased) {
+  SyncEcho service;
+  ServerOptions options(AllocationMode::kArena);
+  options.max_calls_in_flight = 1;
+  ASSERT_TRUE(echo::InstallEchoServiceAllocators(&service, options).ok());
+  int port = 0;
+  std::unique_ptr<grpc::Server> server =
+      testing::StartLocalServer(&service, &port);
+  ASSERT_NE(server, nullptr);
+  const auto channel =
+      testing::NewTestChannel("127.0.0.1:" + std::to_string(port));
+  const auto stub = EchoService::NewStub(channel);
+  EchoRequest request;
+  echo::BuildEchoRequest(/*scale=*/2, /*seed=*/1, &request);
+  EchoResponse response;
+  int refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    grpc::ClientContext context;
+    if (!stub->Echo(&context, request, &response).ok()) ++refused;
+    ASSERT_TRUE(WaitFor(
+        [&] { return testing::InFlight(AllocationMode::kArena) == 0; }));
+    EXPECT_FALSE(testing::CallWithBytes(channel,
+                                        "/arenarpc.echo.EchoService/Echo",
+                                        std::string("\xff\xff\xff\xff", 4))
+                     .ok());
+    ASSERT_TRUE(WaitFor(
+        [&] { return testing::InFlight(AllocationMode::kArena) == 0; }));
+  }
+  EXPECT_EQ(refused, 0);
+  server->Shutdown();
+}
+
 // Installs the echo (limit 1, arena) on service_, `again` (if given) too,
 // serves it and holds a marked call in its handler.
 class LimitReinstallTest : public ::testing::Test {

@@ -113,7 +113,8 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
       if (status.ok()) status = OverLimitStatus();  // not the deadline
       if (parked.payload != nullptr) grpc_byte_buffer_destroy(parked.payload);
     } else if (parked.payload != nullptr) {
-      holder = Parsed(parked.payload, &status);
+      holder = Parsed(parked.payload, &status, admitted ? &limit_ : nullptr);
+      if (holder == nullptr) admitted = false;  // its Release() ended it
     }
     if (holder == nullptr && status.ok()) {
       status = ::grpc::Status(::grpc::StatusCode::INTERNAL,
@@ -166,7 +167,8 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
   // A holder (made, handled and released on this one thread: kAuto may
   // time it) with `req` (consumed) parsed into its request; null, the
   // holder released and *status gRPC's own, if it does not parse.
-  Holder* Parsed(grpc_byte_buffer* req, ::grpc::Status* status) {
+  Holder* Parsed(grpc_byte_buffer* req, ::grpc::Status* status,
+                 InFlightLimit* limit = nullptr) {
     sync_request_bytes =
         req == nullptr ? 0 : static_cast<double>(grpc_byte_buffer_length(req));
     ::grpc::MessageHolder<Req, Resp>* allocated =
@@ -179,6 +181,7 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
     if (::grpc::internal::UnaryDeserializeHelper(req, status, &target)) {
       return holder;
     }
+    holder->set_limit(limit);
     holder->Release();
     return nullptr;
   }
