@@ -130,8 +130,8 @@ std::vector<AutoMethod*> Methods(AutoMethod* add = nullptr) {
 // Gives back what `mode` keeps idle (calls keep what they use) on the
 // background thread (GetMeasuringCost().thread_cpu_s) after kReleaseDelay,
 // unless calls run in it again by then. Calls that began in the mode before
-// it changed end within the delay: their releases join this one, and each
-// release walks the pools and unmaps pages.
+// it changed and end within the delay join this release (each walks the
+// pools and unmaps pages).
 void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
   const int i = static_cast<int>(mode);
   if (m.release_queued[i].exchange(true, std::memory_order_relaxed)) return;
@@ -265,7 +265,8 @@ void DecisionSettled() {
   if (r.save_path.empty() || r.save_posted) return;
   const double wait_s = std::max(0.0, r.saved_at_s + 1 - NowS());
   r.save_posted = PostBackground(
-      &SaveDecisions, std::chrono::milliseconds(std::lround(wait_s * 1e3)));
+      &SaveDecisions, std::chrono::milliseconds(std::lround(wait_s * 1e3)),
+      /*bounded=*/false);  // one at a time; a full queue must not lose it
 }
 
 }  // namespace

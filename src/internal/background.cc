@@ -147,11 +147,11 @@ bool Start(Background& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu) {
 
 }  // namespace
 
-bool PostBackground(std::function<void()> task,
-                    std::chrono::milliseconds delay) {
+bool PostBackground(std::function<void()> task, std::chrono::milliseconds delay,
+                    bool bounded) {
   Background& b = Get();
   MutexLock lock(&b.mu);
-  if (!Start(b) || b.queue.size() >= kMaxQueued) return false;
+  if (!Start(b) || (bounded && b.queue.size() >= kMaxQueued)) return false;
   b.queue.emplace(Clock::now() + delay, std::move(task));
   progress.fetch_add(1, std::memory_order_relaxed);
   b.cv.Signal();

@@ -21,14 +21,15 @@ namespace arenarpc::internal {
 
 inline constexpr std::chrono::milliseconds kBackgroundTick{100};
 
-// False if `task` will not run: no thread, or kMaxQueued tasks waiting.
-// Tasks run in the order they are due.
+// False if `task` will not run: no thread, or (`bounded`) kMaxQueued tasks
+// waiting. Tasks run in the order they are due. Unbounded: for a poster that
+// keeps at most one task queued and must not lose it.
 bool PostBackground(std::function<void()> task,
-                    std::chrono::milliseconds delay = {});
-// From now on, after the queued tasks.
+                    std::chrono::milliseconds delay = {}, bool bounded = true);
+// Every kBackgroundTick from one tick after it is added.
 void AddBackgroundTick(std::function<void()> tick);
-// Tasks posted plus tasks done: a change means the thread is at work (idle
-// trimming waits for it).
+// Tasks posted plus tasks done: a change means the thread has work, queued
+// or running (idle trimming waits for it).
 uint64_t BackgroundProgress();
 // The thread's CPU so far, ns (0 before it started).
 double BackgroundCpuNs();

@@ -1,7 +1,7 @@
 // kAuto's decisions file (AutoOptions::decisions_path,
 // arenarpc/grpc/auto_decisions.h): the format's round trip, bad and stale
 // files, a changed schema, a file the previous version wrote, loading into
-// installed methods, saving on settle (the background thread's tick), and a
+// installed methods, saving on settle (a background task), and a
 // server that starts settled. Own binary: the methods, the file store and
 // the background thread are process-wide. The background thread is never
 // started: the tests run its work themselves (RunBackgroundOnce).
@@ -409,10 +409,10 @@ void LearnUntilSettled(AutoMethod* m, const std::string& name, double bytes,
 
 // Saved atomically (no temporary left), the decisions of this process
 // and the entries of other methods from the file loaded; a decision
-// settled with decisions_path set is saved by the background thread's
-// tick, off the call path. Seen red with SaveAutoDecisions keeping no
-// entry of another method (`installed.count(e.method) == 0` made false),
-// and with DecisionSettled() not adding the tick (nothing saved).
+// settled with decisions_path set is saved by a background task, off the
+// call path. Seen red with SaveAutoDecisions keeping no entry of another
+// method (`installed.count(e.method) == 0` made false), and with
+// DecisionSettled() not posting the save (nothing saved).
 TEST(AutoDecisionsSaveTest, SavesOnSettleAndKeepsOtherMethods) {
   ASSERT_TRUE(kept_the_body);
   const std::string dir = TempPath("dir");
@@ -432,8 +432,8 @@ TEST(AutoDecisionsSaveTest, SavesOnSettleAndKeepsOtherMethods) {
   // Calls of 1000 bytes: heap 60 us, arena 40 us, reuse 20 us of CPU.
   LearnUntilSettled(m, "/t.S/Learns", 1000, {6e4, 4e4, 2e4});
   ASSERT_TRUE(StatsOf("/t.S/Learns").settled);
-  // Not on the call path: nothing written until the background thread's
-  // tick.
+  // Not on the call path: nothing written until the background thread
+  // runs the save.
   EXPECT_EQ(ReadText(path), other);
   internal::RunBackgroundOnce();
   const auto saved = internal::ParseDecisions(ReadText(path), nullptr);
