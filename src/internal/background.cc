@@ -37,7 +37,7 @@ struct Background {
   std::multimap<Clock::time_point, std::function<void()>> queue
       ABSL_GUARDED_BY(mu);
   std::vector<std::function<void()>> ticks ABSL_GUARDED_BY(mu);
-  Clock::time_point next_tick ABSL_GUARDED_BY(mu);
+  Clock::time_point next_tick ABSL_GUARDED_BY(mu) = Clock::time_point::max();
   bool started ABSL_GUARDED_BY(mu) = false;
   bool running ABSL_GUARDED_BY(mu) = false;
   bool stop ABSL_GUARDED_BY(mu) = false;
@@ -83,20 +83,20 @@ void Run() {
     bool tick = false;
     {
       MutexLock lock(&b.mu);
-      for (;;) {
+      for (;;) {  // until a task or the tick is due (no ticks: next_tick max)
         if (b.stop) return;
         now = Clock::now();
-        tick = !b.ticks.empty() && now >= b.next_tick;
-        if (tick || (!b.queue.empty() && b.queue.begin()->first <= now)) break;
-        if (b.queue.empty() && b.ticks.empty()) {
+        const Clock::time_point wake =
+            std::min(b.next_tick, b.queue.empty() ? Clock::time_point::max()
+                                                  : b.queue.begin()->first);
+        if (wake <= now) break;
+        if (wake == Clock::time_point::max()) {
           b.cv.Wait(&b.mu);
-          continue;
+        } else {
+          b.cv.WaitUntil(&b.mu, wake);
         }
-        Clock::time_point wake =
-            b.ticks.empty() ? Clock::time_point::max() : b.next_tick;
-        if (!b.queue.empty()) wake = std::min(wake, b.queue.begin()->first);
-        b.cv.WaitUntil(&b.mu, wake);
       }
+      tick = now >= b.next_tick;
       if (tick) b.next_tick = now + kBackgroundTick;
     }
     RunTasks(now);
