@@ -165,8 +165,7 @@ void NotifyMessagePoolDestroyed(const void* pool);
 // Tests and benchmarks: later pools use heap instances as on v24+.
 void SetHeapInstancesForTest(bool on);
 
-// The first field of `type` whose content Clear() drops, as a path with
-// the reason ("a.b: map field ..."), or "" if it keeps everything.
+// MessagePool::ReuseLimit() of `type`, the path with the reason ("a.b: ...").
 std::string ReuseLimit(const google::protobuf::Descriptor* type);
 
 }  // namespace internal

@@ -46,7 +46,6 @@ void RegisterObjectPool(std::string name, const void* pool,
                         std::function<ObjectPoolStats()> stats);
 }  // namespace internal
 
-// One registered message pool.
 struct NamedMessagePoolStats {
   std::string name;
   bool used_by_grpc = false;
@@ -60,7 +59,6 @@ void RegisterMessagePoolStats(std::string name, const MessagePool<T>* pool) {
                                 [pool] { return pool->Stats(); });
 }
 
-// One registered object pool.
 struct NamedObjectPoolStats {
   std::string name;
   ObjectPoolStats stats;

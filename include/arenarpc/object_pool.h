@@ -18,9 +18,7 @@
 //   #include "arenarpc/metrics.h"
 //   arenarpc::RegisterObjectPoolStats("my.Request", &pool);
 //
-// Design: docs/DESIGN.md, "Objects". Default() has a per-type thread_local
-// cache, is constant-initialised (usable from static initialisers and
-// destructors) and never destroyed.
+// Design: docs/DESIGN.md, "Objects".
 //
 // Thread safety: every member function may be called from any thread, and
 // an object may be deleted by another thread than the one that made it:
@@ -76,8 +74,7 @@ struct ObjectPoolStats {
   uint64_t blocks_held = 0;       // blocks mapped now
   uint64_t bytes_held = 0;        // blocks_held * block size
   uint64_t blocks_released = 0;   // unmapped by Trim() since construction
-  // Freed objects the pool had to drop, never to reuse: the heap refused
-  // the few KiB of a magazine to hold them. Not counted in use or cached.
+  // Freed objects dropped (see "Out of memory" above): not in use, not cached.
   uint64_t objects_lost = 0;
 };
 
@@ -114,8 +111,9 @@ class ObjectPool {
   ObjectPool(const ObjectPool&) = delete;
   ObjectPool& operator=(const ObjectPool&) = delete;
 
-  // The per-type pool, with default options and the fastest path. Free to
-  // call (a constant address), never destroyed.
+  // The per-type pool: default options, a thread_local cache (the fastest
+  // path), constant-initialised (usable from static initialisers and
+  // destructors), free to call (a constant address), never destroyed.
   static ObjectPool& Default() { return internal::default_object_pool<T>.pool; }
 
   // Constructs a T from `args` in pooled memory. Throws std::bad_alloc if the

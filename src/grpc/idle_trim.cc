@@ -1,7 +1,5 @@
-// Idle trimming and the pooled-memory cap of the gRPC adapters
-// (ServerOptions::idle_trim, ServerOptions::max_pooled_bytes), on the
-// background thread (src/internal/background.h): a tick every 100 ms, and a
-// cap trim posted when a call finds the process over the cap.
+// Idle trimming and the pooled-memory cap (counters.h), on the background
+// thread.
 #include <atomic>
 #include <chrono>
 #include <cstdint>

@@ -15,7 +15,6 @@
 
 namespace arenarpc {
 
-// The kill switch (kill_switch.h), which every install applies.
 bool ArenasDisabled() {
 #ifdef ARENARPC_DISABLE_ARENAS
   return true;

@@ -1,6 +1,3 @@
-// Shadow measurement: sampled calls parsed again in every mode on the
-// background thread, judged per method by kAuto's rule, within the shadow
-// share of the process's CPU; optionally captured for arenarpc_advise.
 #include "arenarpc/grpc/internal/shadow_meter.h"
 
 #include <sys/mman.h>
@@ -348,7 +345,6 @@ void PauseShadowForTest(bool paused) {
 }
 size_t QueuedShadowSamplesForTest() { return queued.load(); }
 
-// Shadow's part of the stats (src/grpc/stats.cc).
 std::vector<MeasuredMethodStats> ShadowMethodStats() {
   std::vector<MeasuredMethodStats> out;
   std::vector<ShadowMeter::State*> methods;

@@ -126,7 +126,6 @@ CallHolder<Req, Resp>* NewHolder(AllocationMode mode, ShadowMeter* sampler,
   }
 }
 
-// A fixed mode's allocator.
 template <class Req, class Resp, AllocationMode kMode>
 class FixedMessageAllocator : public ::grpc::MessageAllocator<Req, Resp> {
  public:

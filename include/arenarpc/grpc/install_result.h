@@ -35,7 +35,6 @@ enum class ServerApi {
 };
 std::string_view ServerApiName(ServerApi api);  // "sync", "callback", "async"
 
-// One method of an install.
 struct MethodInstall {
   std::string method;  // "pkg.Service/Method"
   // false: a streaming method (the generated install never serves one; a

@@ -10,10 +10,6 @@
 //   // e.g. behind an HTTP /metrics handler:
 //   std::string text = arenarpc::RenderPrometheusStats();
 //
-//   // Make an application's own MessagePool visible there too:
-//   static arenarpc::MessagePool<MyDoc> docs;
-//   arenarpc::RegisterMessagePoolStats("my.Doc", &docs);
-//
 // RenderPrometheusStats(): the core's PrometheusText() (arenarpc/metrics.h),
 // then arenarpc_grpc_*, as text exposition format 0.0.4; each family and
 // its labels: docs/OPERATE.md, "Metrics".

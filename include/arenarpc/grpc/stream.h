@@ -87,7 +87,6 @@ class StreamMessage {
   T* message_ = nullptr;
 };
 
-// A snapshot of a StreamArena's counters.
 struct StreamArenaStats {
   uint64_t messages = 0;     // made so far
   uint64_t generations = 0;  // arenas used so far
