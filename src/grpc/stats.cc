@@ -92,11 +92,8 @@ MethodInstall Served(std::string_view method, ServerApi api,
     MutexLock lock(&r.mu);
     r.methods[std::string(method)] = {api, mode, automatic};
   }
-  return {.method = std::string(method),
-          .served = true,
-          .api = api,
-          .mode = mode,
-          .reason = ""};
+  return {
+      .method = std::string(method), .served = true, .api = api, .mode = mode};
 }
 
 bool SameMeasuring(const ServerOptions& a, const ServerOptions& b) {
@@ -372,7 +369,6 @@ void RenderCalls(Writer& w, const GrpcStats& gs) {
   w.Sample(cpu, "part=\"learning\"", gs.measuring.learning_cpu_s);
 }
 
-// StreamArenas and StreamMessages.
 void RenderStreams(Writer& w) {
   const StreamArenaTotals st = GetStreamArenaTotals();
   const StreamTotals sm = GetStreamTotals();

@@ -7,15 +7,12 @@
 #include "arenarpc/internal/striped_counter.h"
 
 namespace arenarpc {
-namespace internal {
 
-struct StreamGeneration {
+struct internal::StreamGeneration {
   ScopedArena arena;
   uint64_t live = 0;  // messages alive on it, guarded by the owner's mu_
   bool used = false;  // a message was made on it
 };
-
-}  // namespace internal
 
 using internal::StreamGeneration;
 

@@ -481,12 +481,11 @@ void FixedPool::DebugCheckReturnable(const void* p) const {
 
 void FixedPool::DebugMark(const void* p, bool in_use) const {
   if (!has_bitmap_) return;
-  BlockHeader* b = HeaderOf(p);
   const size_t slot =
       ((reinterpret_cast<uintptr_t>(p) & (block_size_ - 1)) - header_size_) /
       stride_;
   const uint64_t mask = uint64_t{1} << (slot % 64);
-  std::atomic<uint64_t>& word = b->in_use_bits()[slot / 64];
+  std::atomic<uint64_t>& word = HeaderOf(p)->in_use_bits()[slot / 64];
   const uint64_t old = in_use
                            ? word.fetch_or(mask, std::memory_order_relaxed)
                            : word.fetch_and(~mask, std::memory_order_relaxed);
