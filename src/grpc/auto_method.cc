@@ -1,11 +1,6 @@
 // kAuto per method: which calls are trials, their costs into the learner
 // (src/internal/auto_learner.h) within the learning budget, request sizes,
 // the async windows, memory given back, and the decisions files.
-#include <stdlib.h>  // defines __GLIBC__ for the test below
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -22,6 +17,7 @@
 #include "arenarpc/grpc/internal/counters.h"
 #include "arenarpc/internal/cpu_clock.h"
 #include "arenarpc/internal/mutex.h"
+#include "arenarpc/malloc_tuning.h"
 #include "src/grpc/decision_file.h"
 #include "src/grpc/measured_stats.h"
 #include "src/internal/auto_learner.h"
@@ -128,10 +124,8 @@ std::vector<AutoMethod*> Methods(AutoMethod* add = nullptr) {
 }
 
 // Gives back what `mode` keeps idle (calls keep what they use) on the
-// background thread (GetMeasuringCost().thread_cpu_s) after kReleaseDelay,
-// unless calls run in it again by then. Calls that began in the mode before
-// it changed and end within the delay join this release (each walks the
-// pools and unmaps pages).
+// background thread, kReleaseDelay later so that the calls still ending in
+// `mode` join this one release, unless calls run in it again by then.
 void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
   const int i = static_cast<int>(mode);
   if (m.release_queued[i].exchange(true, std::memory_order_relaxed)) return;
@@ -140,9 +134,7 @@ void ReleaseIdle(AutoMethod::State& m, AllocationMode mode) {
         m.release_queued[i].store(false, std::memory_order_relaxed);
         if (m.learner.current() == mode) return;
         if (mode == AllocationMode::kHeap) {
-#if defined(__GLIBC__)
-          malloc_trim(0);
-#endif
+          TrimHeap();
           return;
         }
         if (mode == AllocationMode::kReuse && m.trim_reuse != nullptr) {
@@ -257,8 +249,7 @@ void SaveDecisions() {
 }
 
 // A decision settled: saved to the first install's path, if any, at most
-// once a second (decisions come in bursts at start-up: one save takes all
-// settled before it runs).
+// once a second (one save takes every decision settled before it runs).
 void DecisionSettled() {
   Registry& r = TheRegistry();
   MutexLock lock(&r.mu);

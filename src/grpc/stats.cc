@@ -92,8 +92,11 @@ MethodInstall Served(std::string_view method, ServerApi api,
     MutexLock lock(&r.mu);
     r.methods[std::string(method)] = {api, mode, automatic};
   }
-  return {
-      .method = std::string(method), .served = true, .api = api, .mode = mode};
+  return {.method = std::string(method),
+          .served = true,
+          .api = api,
+          .mode = mode,
+          .reason = ""};
 }
 
 bool SameMeasuring(const ServerOptions& a, const ServerOptions& b) {

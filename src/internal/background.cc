@@ -49,8 +49,8 @@ Background& Get() {
   return *b;
 }
 
-// Runs the tasks due by `until`, one at a time, none under the lock.
-void RunTasks(Clock::time_point until) {
+// The tasks due by `until`, one at a time (none under the lock), then ticks.
+void RunPass(Clock::time_point until, bool tick) {
   Background& b = Get();
   for (;;) {
     std::function<void()> task;
@@ -63,16 +63,13 @@ void RunTasks(Clock::time_point until) {
     task();
     progress.fetch_add(1, std::memory_order_relaxed);
   }
-}
-
-void RunTicks() {
-  Background& b = Get();
   std::vector<std::function<void()>> ticks;
-  {
+  if (tick) {
     MutexLock lock(&b.mu);
     ticks = b.ticks;
   }
-  for (auto& tick : ticks) tick();
+  for (auto& t : ticks) t();
+  thread_cpu_ns.store(ThreadCpuNs(), std::memory_order_relaxed);
 }
 
 void Run() {
@@ -99,9 +96,7 @@ void Run() {
       tick = now >= b.next_tick;
       if (tick) b.next_tick = now + kBackgroundTick;
     }
-    RunTasks(now);
-    if (tick) RunTicks();
-    thread_cpu_ns.store(ThreadCpuNs(), std::memory_order_relaxed);
+    RunPass(now, tick);
   }
 }
 
@@ -167,11 +162,7 @@ void AddBackgroundTick(std::function<void()> tick) {
   b.cv.Signal();  // the thread may sleep with no deadline
 }
 
-void RunBackgroundOnce() {
-  RunTasks(Clock::time_point::max());
-  RunTicks();
-  thread_cpu_ns.store(ThreadCpuNs(), std::memory_order_relaxed);
-}
+void RunBackgroundOnce() { RunPass(Clock::time_point::max(), /*tick=*/true); }
 
 uint64_t BackgroundProgress() {
   return progress.load(std::memory_order_relaxed);

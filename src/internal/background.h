@@ -1,9 +1,8 @@
 // The library's one background thread: idle trimming, kAuto's memory
 // releases and decision saves, shadow measurement's samples. It runs at
-// nice 19, starts with the first task or tick and is joined at exit. It
-// sleeps until a task is due or, once a tick is added, a tick; a process
-// with neither pays no wake-ups. If it cannot start, nothing runs in the
-// background (counted, logged once); nothing throws.
+// nice 19, starts with the first task or tick, sleeps until one is due (no
+// wake-ups for nothing) and is joined at exit. If it cannot start, nothing
+// runs in the background (counted, logged once); nothing throws.
 //
 //   internal::PostBackground([] { ... });        // soon, once
 //   internal::PostBackground([] { ... }, 250ms); // not before then
@@ -38,8 +37,7 @@ uint64_t BackgroundThreadFailures();
 
 // Tests: how the thread is started (nullptr: a std::thread). The starter may
 // throw, as std::thread does, or keep `body` without running it; the test
-// then runs the queued tasks (due or not) and the ticks itself with
-// RunBackgroundOnce().
+// then runs the tasks (due or not) and the ticks with RunBackgroundOnce().
 using BackgroundThreadStarter = void (*)(std::function<void()> body);
 void SetBackgroundThreadStarterForTesting(BackgroundThreadStarter starter);
 void RunBackgroundOnce();
