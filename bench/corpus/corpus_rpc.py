@@ -104,6 +104,11 @@ FLOOR_SO = os.path.join("bench", "floor", "libarenarpc_floor_malloc.so")
 DEFAULT_CONFIGS = ["plain", "plain+mimalloc", "plain+tcmalloc", "plain+jemalloc", "heap", "arena", "reuse", "auto"]
 
 
+def div(a, b):
+    """a / b; NaN (printed "nan") where a smoke round measured no CPU."""
+    return a / b if b else float("nan")
+
+
 def services(build):
     out = subprocess.run([os.path.join(build, "bench", "corpus", "arenarpc_corpus_payload"), "--list_json"],
                          check=True, capture_output=True, text=True).stdout
@@ -297,8 +302,8 @@ def table(results, configs):
         size = by[(n, configs[0])].get("request_bytes", 0)
         chose = by.get((n, "auto"), {}).get("auto_chose", "")
         lines.append(f"| {n} | {size / 1024:.1f} KiB | " + " | ".join(f"{v:.0f}" for v in row) +
-                     f" | {get('arena') / get('plain'):.2f} | {get('arena') / get('plain+mimalloc'):.2f}"
-                     f" | {get('reuse') / get('arena'):.2f} | {get('auto') / best:.2f} | {chose} |")
+                     f" | {div(get('arena'), get('plain')):.2f} | {div(get('arena'), get('plain+mimalloc')):.2f}"
+                     f" | {div(get('reuse'), get('arena')):.2f} | {div(get('auto'), best):.2f} | {chose} |")
     lines += ["", "| service | " + " | ".join(f"{c} peak RSS MiB" for c in configs) + " | " +
               " | ".join(f"{c} p99 ms" for c in configs) + " |",
               "|---|" + "---:|" * (2 * len(configs))]
@@ -327,13 +332,13 @@ def table(results, configs):
         if (n, "plain") not in by:
             continue
         base = by[(n, "plain")]
-        row = [f"{by[(n, c)]['cpu_us_per_call'] / base['cpu_us_per_call']:.2f}" if (n, c) in by else ""
+        row = [f"{div(by[(n, c)]['cpu_us_per_call'], base['cpu_us_per_call']):.2f}" if (n, c) in by else ""
                for c in others]
         if pre and "auto" in configs and (n, "auto") in by:
             best_pre = min(by[(n, c)]["cpu_us_per_call"] for c in pre if (n, c) in by)
-            row.append(f"{by[(n, 'auto')]['cpu_us_per_call'] / best_pre:.2f}")
+            row.append(f"{div(by[(n, 'auto')]['cpu_us_per_call'], best_pre):.2f}")
         modes = [c for c in others if not c.startswith("plain") and (n, c) in by]
-        rss = max(by[(n, c)]["peak_rss_mib"] for c in modes) / base["peak_rss_mib"] if modes else float("nan")
+        rss = div(max(by[(n, c)]["peak_rss_mib"] for c in modes), base["peak_rss_mib"]) if modes else float("nan")
         row.append(f"{rss:.2f}")
         lines.append(f"| {n} | " + " | ".join(row) + " |")
     if "plain" in configs and "plain+floor" in configs:
@@ -362,7 +367,7 @@ def floor_table(by, names, configs):
             continue
         plain, floor = by[(n, "plain")], by[(n, "plain+floor")]
         row = [f"{plain['cpu_us_per_call']:.0f}", f"{floor['cpu_us_per_call']:.0f}",
-               f"{floor['cpu_us_per_call'] / plain['cpu_us_per_call']:.2f}"]
+               f"{div(floor['cpu_us_per_call'], plain['cpu_us_per_call']):.2f}"]
         for c in modes:
             if (n, c) not in by:
                 row.append("")
@@ -371,7 +376,7 @@ def floor_table(by, names, configs):
             rounds = [share_removed(p, f, m) for p, f, m in zip(
                 plain["cpu_us_rounds"], floor["cpu_us_rounds"], by[(n, c)]["cpu_us_rounds"])]
             row.append(f"{med:.0%} ({min(rounds):.0%} to {max(rounds):.0%})" if rounds else f"{med:.0%}")
-        row += [f"{by[(n, c)]['cpu_us_per_call'] / floor['cpu_us_per_call']:.2f}" if (n, c) in by else ""
+        row += [f"{div(by[(n, c)]['cpu_us_per_call'], floor['cpu_us_per_call']):.2f}" if (n, c) in by else ""
                 for c in on_floor]
         row.append(f"{floor.get('minor_faults_per_call', float('nan')):.1f}")
         lines.append(f"| {n} | " + " | ".join(row) + " |")
@@ -389,7 +394,7 @@ def plot(results, configs, path, title):
     fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(names)), 4))
     width = 0.8 / max(len(others), 1)
     for i, c in enumerate(others):
-        ys = [by[(n, c)]["cpu_us_per_call"] / by[(n, "plain")]["cpu_us_per_call"] if (n, c) in by else 0
+        ys = [div(by[(n, c)]["cpu_us_per_call"], by[(n, "plain")]["cpu_us_per_call"]) if (n, c) in by else 0
               for n in names]
         ax.bar([x + i * width for x in range(len(names))], ys, width, label=c)
     ax.axhline(1.0, color="black", linewidth=0.8)
