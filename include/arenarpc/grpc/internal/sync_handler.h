@@ -114,7 +114,6 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
       if (parked.payload != nullptr) grpc_byte_buffer_destroy(parked.payload);
     } else if (parked.payload != nullptr) {
       holder = Parsed(parked.payload, &status, admitted ? &limit_ : nullptr);
-      if (holder == nullptr) admitted = false;  // its Release() ended it
     }
     if (holder == nullptr && status.ok()) {
       status = ::grpc::Status(::grpc::StatusCode::INTERNAL,
@@ -144,8 +143,6 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
       }
       if (admitted) holder->set_limit(&limit_);  // ended by Release()
       holder->Release();
-    } else if (admitted) {
-      limit_.Done();
     }
   }
 
@@ -166,7 +163,8 @@ class SyncUnaryHandler final : public ::grpc::internal::MethodHandler {
 
   // A holder (made, handled and released on this one thread: kAuto may
   // time it) with `req` (consumed) parsed into its request; null, the
-  // holder released and *status gRPC's own, if it does not parse.
+  // holder released (ending its call in `limit`, if given) and *status
+  // gRPC's own, if it does not parse.
   Holder* Parsed(grpc_byte_buffer* req, ::grpc::Status* status,
                  InFlightLimit* limit = nullptr) {
     sync_request_bytes =
